@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * harp's steering program. It looks at each frame once, from the Ethernet header down to the UDP
+ * destination port, and redirects only UDP packets aimed at harp's port range into the AF_XDP
+ * socket bound to the frame's rx queue. Anything it does not fully understand goes to the kernel:
+ * the program must never cost the node its SSH, kubelet or DNS traffic.
+ *
+ * Settings are read-only data set by user space before load (see steer.c).
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "harp_shared.h"
+
+struct vlan_hdr_min {
+	__be16 tci;
+	__be16 encapsulated_proto;
+};
+
+/* Inclusive UDP destination port range that belongs to harp, in host order. */
+const volatile __u16 port_lo = 0;
+const volatile __u16 port_hi = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, HARP_XDP_MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HARP_XDP_COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline int count(__u32 which, int verdict)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c) {
+		*c += 1;
+	}
+	return verdict;
+}
+
+/* Returns the UDP header if the L4 payload of this IPv4 packet is UDP we may inspect, else NULL. */
+static __always_inline struct udphdr *udp_of_ipv4(void *l3, void *end)
+{
+	struct iphdr *ip = l3;
+
+	if ((void *)(ip + 1) > end) {
+		return NULL; /* truncated IPv4 header */
+	}
+	if (ip->version != 4 || ip->ihl != 5) {
+		return NULL; /* not IPv4, or IP options: harp never sends options */
+	}
+	if (ip->protocol != IPPROTO_UDP) {
+		return NULL;
+	}
+	if (ip->frag_off & bpf_htons(0x3fff)) {
+		return NULL; /* a fragment (MF set or non-zero offset): the kernel reassembles */
+	}
+	return (struct udphdr *)(ip + 1);
+}
+
+static __always_inline struct udphdr *udp_of_ipv6(void *l3, void *end)
+{
+	struct ipv6hdr *ip6 = l3;
+
+	if ((void *)(ip6 + 1) > end) {
+		return NULL; /* truncated IPv6 header */
+	}
+	if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP) {
+		return NULL; /* extension headers (fragments among them) go to the kernel */
+	}
+	return (struct udphdr *)(ip6 + 1);
+}
+
+SEC("xdp")
+int harp_xdp_steer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct udphdr *udp = NULL;
+	void *l3;
+	__u16 proto, dport;
+	__u32 queue = ctx->rx_queue_index;
+
+	if ((void *)(eth + 1) > end) {
+		return count(HARP_XDP_PASSED, XDP_PASS); /* runt frame: not ours to judge */
+	}
+	proto = eth->h_proto;
+	l3 = eth + 1;
+	if (proto == bpf_htons(ETH_P_8021Q)) {
+		struct vlan_hdr_min *vlan = l3;
+
+		if ((void *)(vlan + 1) > end) {
+			return count(HARP_XDP_PASSED, XDP_PASS); /* truncated 802.1Q tag */
+		}
+		proto = vlan->encapsulated_proto;
+		l3 = vlan + 1;
+	}
+	if (proto == bpf_htons(ETH_P_IP)) {
+		udp = udp_of_ipv4(l3, end);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		udp = udp_of_ipv6(l3, end);
+	}
+	if (!udp || (void *)(udp + 1) > end) {
+		return count(HARP_XDP_PASSED, XDP_PASS); /* ARP, ICMP, TCP, truncated UDP, ... */
+	}
+	dport = bpf_ntohs(udp->dest);
+	if (dport < port_lo || dport > port_hi) {
+		return count(HARP_XDP_PASSED, XDP_PASS); /* someone else's UDP (DNS, VXLAN, ...) */
+	}
+	if (queue >= HARP_XDP_MAX_QUEUES || !bpf_map_lookup_elem(&xsks_map, &queue)) {
+		/* harp's port, but no harp socket on this queue: the kernel answers with ICMP. */
+		return count(HARP_XDP_NO_SOCKET, XDP_PASS);
+	}
+	/* Ours: into the AF_XDP socket of this rx queue; XDP_PASS if it vanished meanwhile. */
+	count(HARP_XDP_STEERED, 0);
+	return bpf_redirect_map(&xsks_map, queue, XDP_PASS);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * harp: a reliable, message-oriented transport over AF_XDP.
+ *
+ * Objects and who owns them:
+ *   harp_ctx       one interface and its engines (one per queue). Created and destroyed by the
+ *                  caller; owns every listener, connection and request made from it.
+ *   harp_listener  a passive endpoint named by a harp_handle (at most 128 bytes, copyable to
+ *                  another host by any means).
+ *   harp_conn      one reliable, ordered message connection. After harp_conn__close() the
+ *                  caller must not touch it or its requests again.
+ *   harp_req       one isend or irecv. Owned by the library; invalid once harp_req__test() has
+ *                  reported it done or failed.
+ *   harp_mr        a registered memory region (host memory).
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on failure; constructors
+ * return NULL and set errno. -EAGAIN means "not yet, call again". Nothing blocks: connection
+ * set-up and data both progress when the caller calls harp_conn__establish(), harp_req__test()
+ * or harp_ctx__progress().
+ *
+ * Threads: set-up calls (listen, accept, connect, establish, close) and data calls (isend, irecv,
+ * test) may come from two different threads; one connection's data calls come from one thread.
+ */
+#ifndef HARP_HARP_H
+#define HARP_HARP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HARP_API __attribute__((visibility("default")))
+
+/* The opaque connection handle. It must fit NCCL_NET_HANDLE_MAXSIZE. */
+#define HARP_HANDLE_SIZE 128
+struct harp_handle {
+	unsigned char bytes[HARP_HANDLE_SIZE];
+};
+
+struct harp_ctx;
+struct harp_listener;
+struct harp_conn;
+struct harp_req;
+struct harp_mr;
+
+enum harp_log_level {
+	HARP_LOG_ERROR = 0,
+	HARP_LOG_WARN = 1,
+	HARP_LOG_INFO = 2,
+	HARP_LOG_DEBUG = 3,
+};
+
+typedef void (*harp_print_fn)(enum harp_log_level level, const char *msg);
+/* Routes the library's log lines to fn (NULL: stderr). Returns the previous function. */
+HARP_API harp_print_fn harp_set_print(harp_print_fn fn);
+
+/*
+ * Options for harp_ctx__create(). Zero or NULL fields take the value of the matching HARP_*
+ * environment variable, then the built-in default (see `harp-params --dump`).
+ */
+struct harp_ctx_opts {
+	size_t sz;		/* sizeof(struct harp_ctx_opts) */
+	const char *ifname;	/* HARP_IFNAME */
+	int queues;		/* HARP_QUEUES: engines on queues 0..queues-1 */
+	int port_base;		/* HARP_PORT_BASE */
+	int mtu;		/* HARP_MTU: cap below the interface's MTU */
+	size_t :0;
+};
+#define HARP_CTX_OPTS_SZ_V1 (offsetof(struct harp_ctx_opts, mtu) + sizeof(int))
+
+HARP_API struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts);
+HARP_API void harp_ctx__destroy(struct harp_ctx *ctx);
+/* Runs every engine once: receive, transmit, timers. Returns packets handled or -errno. */
+HARP_API int harp_ctx__progress(struct harp_ctx *ctx);
+
+enum harp_xdp_mode {
+	HARP_MODE_COPY = 1,	 /* AF_XDP copy mode */
+	HARP_MODE_ZEROCOPY = 2, /* AF_XDP zero-copy */
+};
+
+struct harp_ctx_info {
+	char ifname[16];
+	int ifindex;
+	int queues;
+	int mtu;		/* IP MTU harp uses */
+	int payload_max;	/* message payload bytes per packet */
+	enum harp_xdp_mode mode;
+	int hugepages;		/* 1 when UMEM sits on hugepages */
+	uint32_t ipv4;		/* network order */
+	uint16_t port_base;
+};
+HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
+
+/* Per-queue counters: AF_XDP's XDP_STATISTICS plus the engine's own. */
+struct harp_queue_stats {
+	uint64_t rx_packets, tx_packets;
+	uint64_t rx_bad;		/* failed a header, checksum or bounds check: dropped */
+	uint64_t rx_unknown_conn;	/* no connection with that id and token: dropped */
+	uint64_t tx_ring_full;
+	uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_tx_invalid_descs;
+	uint64_t xdp_rx_ring_full, xdp_rx_fill_ring_empty, xdp_tx_ring_empty;
+	uint64_t xdp_steered, xdp_passed, xdp_no_socket; /* the XDP program's counters */
+};
+HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
+
+/* Listening: the handle names this listener to one peer. */
+HARP_API int harp_listen(struct harp_ctx *ctx, struct harp_handle *handle,
+			 struct harp_listener **listener);
+/* Returns 0 and a connection still being set up, or -EAGAIN while no peer has arrived. */
+HARP_API int harp_listener__accept(struct harp_listener *listener, struct harp_conn **conn);
+HARP_API void harp_listener__close(struct harp_listener *listener);
+
+/* Starts connecting to the listener named by handle; finish with harp_conn__establish(). */
+HARP_API int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle,
+			  struct harp_conn **conn);
+/* Drives set-up: 0 once established, -EAGAIN while in progress, another -errno on failure. */
+HARP_API int harp_conn__establish(struct harp_conn *conn);
+/* Releases the connection; pending requests are abandoned. Accepts NULL. */
+HARP_API void harp_conn__close(struct harp_conn *conn);
+
+HARP_API int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **mr);
+HARP_API void harp_mr__dereg(struct harp_mr *mr);
+
+/*
+ * Posts a send of len bytes at buf with tag. buf must stay untouched until the request is done.
+ * mr may be NULL. Returns 0 and *req, -EAGAIN when no request slot is free yet.
+ */
+HARP_API int harp_conn__isend(struct harp_conn *conn, const void *buf, size_t len, uint32_t tag,
+			      struct harp_mr *mr, struct harp_req **req);
+/* Largest number of buffers one irecv may carry. */
+#define HARP_RECV_MAX_BUFS 8
+/*
+ * Posts one receive of n buffers (1..HARP_RECV_MAX_BUFS), each with a capacity and a tag. Each
+ * send matches, by tag, a buffer of the oldest receive that still has one free with that tag.
+ * A send larger than its buffer fails on both sides with -EMSGSIZE.
+ */
+HARP_API int harp_conn__irecv(struct harp_conn *conn, int n, void **bufs, const size_t *sizes,
+			      const uint32_t *tags, struct harp_mr **mrs, struct harp_req **req);
+/*
+ * Drives progress and reports on req: returns 0 with *done = 0 while pending; 0 with *done = 1
+ * when complete (sizes[i], if sizes is not NULL, receives each buffer's byte count; a send
+ * reports one size); a negative errno when the request failed. Either way, once done or failed
+ * the request is released.
+ */
+HARP_API int harp_req__test(struct harp_req *req, int *done, size_t *sizes);
+
+struct harp_conn_stats {
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t retransmits;		/* packets sent again, for any reason */
+	uint64_t fast_retransmits;	/* of those, triggered by selective acks */
+	uint64_t timeouts;		/* retransmission timer expiries */
+	uint64_t rx_duplicates;		/* packets that arrived again and were dropped */
+	uint64_t rx_out_of_order;
+	uint64_t msgs_sent, msgs_received;
+	uint32_t cwnd;			/* packets */
+	uint32_t srtt_us, rto_us;
+	int queue;
+};
+HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
+
+/* Name of the interface's AF_XDP mode, for logs. */
+HARP_API const char *harp_mode_name(enum harp_xdp_mode mode);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The public API: turns harp.h's calls into work for the set-up code (control.c) and the engines,
+ * and validates what callers hand in. Requests come from a fixed pool per connection that only
+ * the data thread touches; they reach the engine through the connection's SPSC ring.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "control.h"
+
+struct harp_mr {
+	struct harp_ctx *ctx;
+	uint8_t *addr;
+	size_t len;
+};
+
+const char *harp_mode_name(enum harp_xdp_mode mode)
+{
+	return mode == HARP_MODE_ZEROCOPY ? "zerocopy" : mode == HARP_MODE_COPY ? "copy" : "none";
+}
+
+/* ---- context ---------------------------------------------------------------------------------- */
+
+/* Options override the environment, which overrides defaults. */
+static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
+{
+	char err[256], num[16];
+	int rc;
+
+	rc = params_load_env(p, err, sizeof(err));
+	if (rc) {
+		pr_err("%s", err);
+		return rc;
+	}
+	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
+		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
+		       (size_t)HARP_CTX_OPTS_SZ_V1);
+		return -EINVAL;
+	}
+	if (opts && opts->ifname) {
+		rc = params_set(p, "HARP_IFNAME", opts->ifname, err, sizeof(err));
+		if (rc) {
+			goto bad;
+		}
+	}
+#define OPT_INT(field, env)                                                           \
+	if (opts && opts->field) {                                                    \
+		snprintf(num, sizeof(num), "%d", opts->field);                         \
+		rc = params_set(p, env, num, err, sizeof(err));                        \
+		if (rc) {                                                              \
+			goto bad;                                                      \
+		}                                                                      \
+	}
+	OPT_INT(queues, "HARP_QUEUES")
+	OPT_INT(port_base, "HARP_PORT_BASE")
+	OPT_INT(mtu, "HARP_MTU")
+#undef OPT_INT
+	rc = params_validate(p, err, sizeof(err));
+	if (rc) {
+		goto bad;
+	}
+	if (!p->ifname[0]) {
+		pr_err("no interface: set HARP_IFNAME (or harp_ctx_opts.ifname) to the interface "
+		       "that reaches the peers");
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	pr_err("%s", err);
+	return rc;
+}
+
+static int ctx_interface(struct harp_ctx *ctx)
+{
+	struct harp_params *p = &ctx->params;
+	int err, frame_mtu;
+
+	err = netinfo_interface(p->ifname, &ctx->ifi);
+	if (err) {
+		pr_err("interface %s: %s%s", p->ifname, strerror(-err),
+		       err == -ENODEV ? " (no such interface in this network namespace)" : "");
+		return err;
+	}
+	if (!ctx->ifi.ipv4) {
+		pr_err("interface %s has no IPv4 address; harp needs one to address its UDP",
+		       p->ifname);
+		return -EADDRNOTAVAIL;
+	}
+	if (ctx->ifi.rx_queues > 0 && p->queues > ctx->ifi.rx_queues) {
+		pr_err("HARP_QUEUES=%d but %s has %d rx queues (raise them with ethtool -L)",
+		       p->queues, p->ifname, ctx->ifi.rx_queues);
+		return -EINVAL;
+	}
+	ctx->ip_mtu = ctx->ifi.mtu;
+	if (p->mtu && p->mtu < ctx->ip_mtu) {
+		ctx->ip_mtu = p->mtu;
+	}
+	/* A frame holds Ethernet + IP packet; copy mode gives at most frame_size - 256. */
+	frame_mtu = p->frame_size - 256 - HARP_ETH_HLEN;
+	if (ctx->ip_mtu > frame_mtu) {
+		pr_info("interface %s: MTU %d does not fit a %d-byte frame; harp uses %d",
+			p->ifname, ctx->ip_mtu, p->frame_size, frame_mtu);
+		ctx->ip_mtu = frame_mtu;
+	}
+	if (ctx->ip_mtu < 576) {
+		pr_err("interface %s: MTU %d is below 576", p->ifname, ctx->ip_mtu);
+		return -EINVAL;
+	}
+	ctx->payload_max = (uint32_t)(ctx->ip_mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	return 0;
+}
+
+struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
+{
+	struct harp_ctx *ctx = calloc(1, sizeof(*ctx));
+	int err, q;
+
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&ctx->setup_lock, NULL);
+	err = ctx_params(&ctx->params, opts);
+	if (err) {
+		goto err_free;
+	}
+	harp_log_threshold = (enum harp_log_level)ctx->params.log_level;
+	err = ctx_interface(ctx);
+	if (err) {
+		goto err_free;
+	}
+	err = steer_attach(&ctx->steer, ctx->ifi.name, ctx->ifi.ifindex,
+			   (uint16_t)ctx->params.port_base,
+			   (uint16_t)(ctx->params.port_base + ctx->params.port_count - 1),
+			   ctx->params.xdp_mode);
+	if (err) {
+		goto err_free;
+	}
+	ctx->engines = calloc((size_t)ctx->params.queues, sizeof(*ctx->engines));
+	if (!ctx->engines) {
+		err = -ENOMEM;
+		goto err_steer;
+	}
+	for (q = 0; q < ctx->params.queues; q++) {
+		err = engine_init(&ctx->engines[q], ctx, q);
+		if (err) {
+			goto err_engines;
+		}
+		ctx->nengines++;
+	}
+	pr_info("%s: %d queue(s), AF_XDP %s mode, IP MTU %d (%u payload bytes per packet), UMEM "
+		"on %s",
+		ctx->ifi.name, ctx->nengines,
+		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy", ctx->ip_mtu, ctx->payload_max,
+		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
+	return ctx;
+
+err_engines:
+	while (ctx->nengines > 0) {
+		engine_fini(&ctx->engines[--ctx->nengines]);
+	}
+	free(ctx->engines);
+err_steer:
+	steer_detach(&ctx->steer);
+err_free:
+	pthread_mutex_destroy(&ctx->setup_lock);
+	free(ctx);
+	errno = -err;
+	return NULL;
+}
+
+void harp_ctx__destroy(struct harp_ctx *ctx)
+{
+	int q;
+
+	if (!ctx) {
+		return;
+	}
+	for (q = 0; q < ctx->nengines; q++) {
+		engine_fini(&ctx->engines[q]);
+	}
+	free(ctx->engines);
+	steer_detach(&ctx->steer);
+	pthread_mutex_destroy(&ctx->setup_lock);
+	free(ctx);
+}
+
+int harp_ctx__progress(struct harp_ctx *ctx)
+{
+	int q, n = 0;
+
+	for (q = 0; q < ctx->nengines; q++) {
+		n += engine_progress(&ctx->engines[q]);
+	}
+	return n;
+}
+
+int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
+{
+	if (!ctx || !info) {
+		return -EINVAL;
+	}
+	memset(info, 0, sizeof(*info));
+	snprintf(info->ifname, sizeof(info->ifname), "%s", ctx->ifi.name);
+	info->ifindex = ctx->ifi.ifindex;
+	info->queues = ctx->nengines;
+	info->mtu = ctx->ip_mtu;
+	info->payload_max = (int)ctx->payload_max;
+	info->mode = ctx->engines[0].port.zerocopy ? HARP_MODE_ZEROCOPY : HARP_MODE_COPY;
+	info->hugepages = ctx->engines[0].port.area.huge;
+	info->ipv4 = ctx->ifi.ipv4;
+	info->port_base = (uint16_t)ctx->params.port_base;
+	return 0;
+}
+
+int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st)
+{
+	struct harp_engine *e;
+
+	if (!ctx || !st || queue < 0 || queue >= ctx->nengines) {
+		return -EINVAL;
+	}
+	e = &ctx->engines[queue];
+	/* The engine's own counters are read without synchronisation: figures, not state. */
+	*st = e->stats;
+	xsk_port_stats(&e->port, st);
+	return steer_counters(&ctx->steer, st);
+}
+
+/* ---- connection ids ------------------------------------------------------------------------------ */
+
+int ctx_alloc_id(struct harp_ctx *ctx, uint32_t *id)
+{
+	uint32_t slot;
+
+	pthread_mutex_lock(&ctx->setup_lock);
+	for (slot = 1; slot < HARP_MAX_CONNS; slot++) {
+		if (!ctx->id_used[slot]) {
+			break;
+		}
+	}
+	if (slot == HARP_MAX_CONNS) {
+		pthread_mutex_unlock(&ctx->setup_lock);
+		return -EMFILE;
+	}
+	ctx->id_used[slot] = true;
+	ctx->id_gen[slot]++;
+	*id = (uint32_t)ctx->id_gen[slot] << 12 | slot;
+	pthread_mutex_unlock(&ctx->setup_lock);
+	return 0;
+}
+
+void ctx_free_id(struct harp_ctx *ctx, uint32_t id)
+{
+	pthread_mutex_lock(&ctx->setup_lock);
+	ctx->id_used[id & (HARP_MAX_CONNS - 1)] = false;
+	pthread_mutex_unlock(&ctx->setup_lock);
+}
+
+/* ---- connections ----------------------------------------------------------------------------------- */
+
+static void conn_destroy_unowned(struct harp_conn *c)
+{
+	if (c->id) {
+		ctx_free_id(c->ctx, c->id);
+	}
+	ctrl_conn_destroy(c);
+	conn_free(c);
+	free(c->reqs);
+	spsc_destroy(c->submit);
+	free(c);
+}
+
+static struct harp_conn *conn_new(struct harp_ctx *ctx)
+{
+	struct harp_conn *c = calloc(1, sizeof(*c));
+	int i;
+
+	if (!c) {
+		return NULL;
+	}
+	c->ctx = ctx;
+	c->ctrl_fd = -1;
+	c->reqs = calloc(CONN_REQS, sizeof(*c->reqs));
+	c->submit = spsc_create(CONN_REQS);
+	if (!c->reqs || !c->submit || ctx_alloc_id(ctx, &c->id) ||
+	    conn_alloc_state(c, (uint32_t)ctx->params.cwnd_max)) {
+		conn_destroy_unowned(c);
+		return NULL;
+	}
+	for (i = CONN_REQS - 1; i >= 0; i--) {
+		c->reqs[i].conn = c;
+		c->reqs[i].next = c->free_reqs;
+		c->free_reqs = &c->reqs[i];
+	}
+	return c;
+}
+
+int harp_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_listener **out)
+{
+	struct harp_listener *l;
+	int err;
+
+	if (!ctx || !handle || !out) {
+		return -EINVAL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		return -ENOMEM;
+	}
+	l->ctx = ctx;
+	err = ctrl_listen(ctx, handle, l);
+	if (err) {
+		free(l);
+		return err;
+	}
+	*out = l;
+	return 0;
+}
+
+int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
+{
+	struct harp_conn *c;
+	int err;
+
+	if (!l || !out) {
+		return -EINVAL;
+	}
+	*out = NULL;
+	c = conn_new(l->ctx);
+	if (!c) {
+		return -ENOMEM;
+	}
+	err = ctrl_accept(l, c);
+	if (err) {
+		conn_destroy_unowned(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+void harp_listener__close(struct harp_listener *l)
+{
+	if (!l) {
+		return;
+	}
+	close(l->fd);
+	free(l);
+}
+
+int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct harp_conn **out)
+{
+	struct harp_conn *c;
+	int err;
+
+	if (!ctx || !handle || !out) {
+		return -EINVAL;
+	}
+	*out = NULL;
+	c = conn_new(ctx);
+	if (!c) {
+		return -ENOMEM;
+	}
+	if (getrandom(&c->token, sizeof(c->token), 0) != sizeof(c->token)) {
+		c->token = now_ns() * 0x9e3779b97f4a7c15ull;
+	}
+	err = ctrl_connect(c, handle);
+	if (err) {
+		conn_destroy_unowned(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+static void conn_go(struct harp_conn *c)
+{
+	c->engine = &c->ctx->engines[ctrl_setup_queue(c)];
+	c->path.src_port = htons((uint16_t)(c->ctx->params.port_base + ctrl_setup_queue(c)));
+	c->stats.queue = ctrl_setup_queue(c);
+	atomic_store_explicit(&c->state, CONN_READY, memory_order_release);
+	engine_handover(c->engine, c);
+}
+
+int harp_conn__establish(struct harp_conn *c)
+{
+	int state, err;
+
+	if (!c) {
+		return -EINVAL;
+	}
+	state = atomic_load_explicit(&c->state, memory_order_acquire);
+	if (state == CONN_FAILED) {
+		return atomic_load(&c->fail_err);
+	}
+	if (!c->setup || (state == CONN_READY && !ctrl_setup_reply_pending(c))) {
+		return 0;
+	}
+	if (state == CONN_READY) {
+		return ctrl_establish(c); /* the listener's reply still going out */
+	}
+	err = ctrl_establish(c);
+	if (err == 0) {
+		conn_go(c);
+		if (ctrl_setup_reply_pending(c)) {
+			err = ctrl_establish(c);
+		}
+	}
+	if (err && err != -EAGAIN) {
+		atomic_store(&c->fail_err, err);
+		if (atomic_load(&c->state) != CONN_READY) {
+			atomic_store(&c->state, CONN_FAILED);
+		}
+	}
+	return err;
+}
+
+void harp_conn__close(struct harp_conn *c)
+{
+	if (!c) {
+		return;
+	}
+	if (!c->engine) {
+		conn_destroy_unowned(c); /* never handed to an engine */
+		return;
+	}
+	/* release: all our use of the connection happens before the engine frees it */
+	atomic_store_explicit(&c->close_req, true, memory_order_release);
+}
+
+int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
+{
+	if (!c || !st) {
+		return -EINVAL;
+	}
+	*st = c->stats; /* engine-owned figures, read racily: a snapshot, not state */
+	st->cwnd = c->cc.cwnd;
+	st->srtt_us = c->rtt.srtt_us;
+	st->rto_us = c->rtt.rto_us;
+	return 0;
+}
+
+/* ---- memory ---------------------------------------------------------------------------------------- */
+
+int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **out)
+{
+	struct harp_mr *mr;
+
+	if (!ctx || !out || (!addr && len)) {
+		return -EINVAL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		return -ENOMEM;
+	}
+	mr->ctx = ctx;
+	mr->addr = addr;
+	mr->len = len;
+	*out = mr;
+	return 0;
+}
+
+void harp_mr__dereg(struct harp_mr *mr)
+{
+	free(mr);
+}
+
+static bool mr_covers(const struct harp_mr *mr, const void *buf, size_t len)
+{
+	uintptr_t b = (uintptr_t)buf, m = (uintptr_t)mr->addr;
+
+	return !mr || (b >= m && len <= mr->len && b - m <= mr->len - len);
+}
+
+/* ---- requests ------------------------------------------------------------------------------------------ */
+
+static int conn_usable(struct harp_conn *c)
+{
+	int state = atomic_load_explicit(&c->state, memory_order_acquire);
+
+	if (state == CONN_FAILED) {
+		return atomic_load(&c->fail_err);
+	}
+	return state == CONN_READY ? 0 : -ENOTCONN;
+}
+
+static struct harp_req *req_get(struct harp_conn *c)
+{
+	struct harp_req *r = c->free_reqs;
+
+	if (!r) {
+		return NULL;
+	}
+	c->free_reqs = r->next;
+	memset(&r->send, 0, sizeof(r->send) > sizeof(r->recv) ? sizeof(r->send) : sizeof(r->recv));
+	r->next = NULL;
+	r->err = 0;
+	atomic_store_explicit(&r->state, REQ_PENDING, memory_order_relaxed);
+	return r;
+}
+
+static void req_put(struct harp_req *r)
+{
+	struct harp_conn *c = r->conn;
+
+	atomic_store_explicit(&r->state, REQ_FREE, memory_order_relaxed);
+	r->next = c->free_reqs;
+	c->free_reqs = r;
+}
+
+static int submit(struct harp_conn *c, struct harp_req *r, struct harp_req **out)
+{
+	/* The ring has a slot for every request object, so it cannot be full. */
+	spsc_push(c->submit, r);
+	*out = r;
+	engine_progress(c->engine);
+	return 0;
+}
+
+int harp_conn__isend(struct harp_conn *c, const void *buf, size_t len, uint32_t tag,
+		     struct harp_mr *mr, struct harp_req **out)
+{
+	struct harp_req *r;
+	int err;
+
+	if (!c || !out || (!buf && len)) {
+		return -EINVAL;
+	}
+	*out = NULL;
+	err = conn_usable(c);
+	if (err) {
+		return err;
+	}
+	if (mr && !mr_covers(mr, buf, len)) {
+		pr_err("isend: buffer %p+%zu lies outside its memory region", buf, len);
+		return -EINVAL;
+	}
+	r = req_get(c);
+	if (!r) {
+		engine_progress(c->engine);
+		return -EAGAIN;
+	}
+	r->kind = REQ_SEND;
+	r->send.buf = buf;
+	r->send.len = len;
+	r->send.tag = tag;
+	return submit(c, r, out);
+}
+
+int harp_conn__irecv(struct harp_conn *c, int n, void **bufs, const size_t *sizes,
+		     const uint32_t *tags, struct harp_mr **mrs, struct harp_req **out)
+{
+	struct harp_req *r;
+	int i, err;
+
+	if (!c || !out || n < 1 || n > HARP_RECV_MAX_BUFS || !bufs || !sizes || !tags) {
+		return -EINVAL;
+	}
+	*out = NULL;
+	err = conn_usable(c);
+	if (err) {
+		return err;
+	}
+	for (i = 0; i < n; i++) {
+		if ((!bufs[i] && sizes[i]) || (mrs && mrs[i] && !mr_covers(mrs[i], bufs[i], sizes[i]))) {
+			pr_err("irecv: buffer %d (%p+%zu) is NULL or outside its memory region", i,
+			       bufs[i], sizes[i]);
+			return -EINVAL;
+		}
+	}
+	r = req_get(c);
+	if (!r) {
+		engine_progress(c->engine);
+		return -EAGAIN;
+	}
+	r->kind = REQ_RECV;
+	r->recv.nbufs = n;
+	r->recv.rsn = c->next_rsn++;
+	for (i = 0; i < n; i++) {
+		r->recv.bufs[i] = bufs[i];
+		r->recv.cap[i] = sizes[i];
+		r->recv.tag[i] = tags[i];
+		r->recv.msg_len[i] = UINT64_MAX;
+	}
+	return submit(c, r, out);
+}
+
+int harp_req__test(struct harp_req *r, int *done, size_t *sizes)
+{
+	int state, err, i;
+
+	if (!r || !done || atomic_load_explicit(&r->state, memory_order_relaxed) == REQ_FREE) {
+		return -EINVAL;
+	}
+	*done = 0;
+	/* acquire: pairs with req_finish's release, so results are visible */
+	state = atomic_load_explicit(&r->state, memory_order_acquire);
+	if (state == REQ_PENDING) {
+		engine_progress(r->conn->engine);
+		state = atomic_load_explicit(&r->state, memory_order_acquire);
+	}
+	if (state == REQ_PENDING) {
+		return 0;
+	}
+	err = state == REQ_FAILED ? r->err : 0;
+	if (!err && sizes) {
+		if (r->kind == REQ_SEND) {
+			sizes[0] = r->send.len;
+		} else {
+			for (i = 0; i < r->recv.nbufs; i++) {
+				sizes[i] = r->recv.msg_len[i];
+			}
+		}
+	}
+	*done = !err;
+	req_put(r);
+	return err;
+}

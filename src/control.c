@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Connection set-up over a kernel TCP connection, and the control channel it stays afterwards.
+ *
+ * The listener's handle names a TCP address. The connector sends a hello (session token, its
+ * connection id, data address, UDP port, queue count, MTU); the listener picks the queue both
+ * ends will use and answers in kind. Each side then looks up the peer's next-hop MAC in the
+ * kernel's neighbour table (the TCP handshake has just resolved it), hands the connection to its
+ * engine, and from then on data flows only over AF_XDP. The TCP connection stays open: its EOF
+ * or reset tells an engine at once that the peer closed or died, and a closing side sends its
+ * final cumulative ack over it, so the peer's last sends complete even if the last ACK packet
+ * was lost.
+ *
+ * Nothing here blocks: each call advances a state machine kept in the connection.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "control.h"
+
+#define HANDLE_MAGIC 0x48415250u /* "HARP" */
+#define HANDLE_VERSION 1
+#define HELLO_VERSION 1
+
+/* What a harp_handle holds; the rest of its 128 bytes are zero. */
+struct handle_wire {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t family;
+	uint32_t ipv4;	   /* network order */
+	uint16_t tcp_port; /* network order */
+	uint16_t reserved;
+	uint64_t nonce; /* names this listener */
+};
+_Static_assert(sizeof(struct handle_wire) <= HARP_HANDLE_SIZE, "handle fits its 128 bytes");
+_Static_assert(HARP_HANDLE_SIZE <= 128, "NCCL_NET_HANDLE_MAXSIZE is 128 bytes");
+
+enum hello_type {
+	HELLO_REQ = 1,
+	HELLO_OK = 2,
+	HELLO_REFUSE = 3,
+};
+
+/* Both directions of the handshake; integers in network order. */
+struct hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint64_t nonce; /* HELLO_REQ: the listener's, from the handle */
+	uint64_t token; /* chosen by the connector */
+	uint32_t conn_id;
+	uint32_t ipv4;
+	uint16_t udp_port;
+	uint16_t queue;	  /* HELLO_REQ: queues the connector has; HELLO_OK: the queue chosen */
+	uint16_t mtu;
+	uint16_t refuse_errno;
+	uint8_t reserved[24];
+};
+_Static_assert(sizeof(struct hello) == 64, "hello is 64 bytes");
+
+enum setup_step {
+	STEP_TCP_CONNECT = 1,
+	STEP_SEND_HELLO,
+	STEP_RECV_HELLO,
+	STEP_RESOLVE,
+	STEP_SEND_REPLY,
+	STEP_DONE,
+};
+
+struct ctrl_setup {
+	enum setup_step step;
+	uint64_t deadline_ns;
+	uint64_t nonce;
+	struct hello out, in;
+	size_t out_done, in_done;
+	int queue;
+	char peer_name[INET_ADDRSTRLEN + 8];
+};
+
+/* ---- listener ------------------------------------------------------------------------------ */
+
+int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_listener *l)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = ctx->ifi.ipv4 };
+	socklen_t salen = sizeof(sa);
+	struct handle_wire hw = { 0 };
+	int err;
+
+	l->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
+		err = -errno;
+		pr_err("listen: socket() failed: %s", strerror(errno));
+		return err;
+	}
+	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, 128) ||
+	    getsockname(l->fd, (struct sockaddr *)&sa, &salen)) {
+		err = -errno;
+		pr_err("listen: TCP listener on %s of %s failed: %s",
+		       inet_ntoa((struct in_addr){ ctx->ifi.ipv4 }), ctx->ifi.name,
+		       strerror(errno));
+		close(l->fd);
+		l->fd = -1;
+		return err;
+	}
+	if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
+		l->nonce = now_ns() ^ (uint64_t)(uintptr_t)l;
+	}
+	hw.magic = htonl(HANDLE_MAGIC);
+	hw.version = htons(HANDLE_VERSION);
+	hw.family = htons(AF_INET);
+	hw.ipv4 = sa.sin_addr.s_addr;
+	hw.tcp_port = sa.sin_port;
+	hw.nonce = l->nonce;
+	memset(handle, 0, sizeof(*handle));
+	memcpy(handle->bytes, &hw, sizeof(hw));
+	return 0;
+}
+
+static struct ctrl_setup *setup_new(struct harp_conn *c, enum setup_step step)
+{
+	struct ctrl_setup *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		return NULL;
+	}
+	s->step = step;
+	s->deadline_ns = now_ns() + (uint64_t)c->ctx->params.connect_timeout_ms * 1000000ull;
+	c->setup = s;
+	return s;
+}
+
+int ctrl_accept(struct harp_listener *l, struct harp_conn *c)
+{
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
+	int fd;
+
+	fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	}
+	if (!setup_new(c, STEP_RECV_HELLO)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->ctrl_fd = fd;
+	c->is_listener_side = true;
+	c->setup->nonce = l->nonce;
+	snprintf(c->setup->peer_name, sizeof(c->setup->peer_name), "%s:%u",
+		 inet_ntoa(peer.sin_addr), ntohs(peer.sin_port));
+	return 0;
+}
+
+/* ---- connector ----------------------------------------------------------------------------- */
+
+int ctrl_connect(struct harp_conn *c, const struct harp_handle *handle)
+{
+	struct handle_wire hw;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = c->ctx->ifi.ipv4 };
+	struct ctrl_setup *s;
+	int err;
+
+	memcpy(&hw, handle->bytes, sizeof(hw));
+	if (ntohl(hw.magic) != HANDLE_MAGIC) {
+		pr_err("connect: the handle is not a harp handle (magic 0x%08x, expected 0x%08x)",
+		       ntohl(hw.magic), HANDLE_MAGIC);
+		return -EINVAL;
+	}
+	if (ntohs(hw.version) != HANDLE_VERSION || ntohs(hw.family) != AF_INET ||
+	    !hw.tcp_port || !hw.ipv4) {
+		pr_err("connect: unsupported harp handle (version %u, family %u, port %u)",
+		       ntohs(hw.version), ntohs(hw.family), ntohs(hw.tcp_port));
+		return -EINVAL;
+	}
+	s = setup_new(c, STEP_TCP_CONNECT);
+	if (!s) {
+		return -ENOMEM;
+	}
+	s->nonce = hw.nonce;
+	sa.sin_addr.s_addr = hw.ipv4;
+	sa.sin_port = hw.tcp_port;
+	snprintf(s->peer_name, sizeof(s->peer_name), "%s:%u", inet_ntoa(sa.sin_addr),
+		 ntohs(sa.sin_port));
+	c->ctrl_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->ctrl_fd < 0) {
+		return -errno;
+	}
+	/* Leave from harp's interface address, so the data path and this one agree. */
+	if (bind(c->ctrl_fd, (struct sockaddr *)&me, sizeof(me))) {
+		err = -errno;
+		pr_err("connect: binding to %s of %s failed: %s", inet_ntoa(me.sin_addr),
+		       c->ctx->ifi.name, strerror(errno));
+		return err;
+	}
+	if (connect(c->ctrl_fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+		err = -errno;
+		pr_err("connect: TCP connection to %s failed: %s", s->peer_name, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/* ---- the handshake ------------------------------------------------------------------------- */
+
+static void hello_fill(struct harp_conn *c, struct hello *h, enum hello_type type, int queue)
+{
+	struct harp_ctx *ctx = c->ctx;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = htonl(CTRL_MAGIC);
+	h->version = htons(HELLO_VERSION);
+	h->type = htons(type);
+	h->nonce = c->setup->nonce;
+	h->token = c->token;
+	h->conn_id = htonl(c->id);
+	h->ipv4 = c->path.src_ip;
+	h->udp_port = htons((uint16_t)(ctx->params.port_base + queue));
+	h->queue = htons((uint16_t)queue);
+	h->mtu = htons((uint16_t)ctx->ip_mtu);
+}
+
+/* Moves bytes of a partial write or read; 1 when complete, 0 when more is needed, or -errno. */
+static int io_step(int fd, void *buf, size_t len, size_t *done, bool write_dir)
+{
+	while (*done < len) {
+		ssize_t n = write_dir ? send(fd, (char *)buf + *done, len - *done, MSG_NOSIGNAL)
+				      : recv(fd, (char *)buf + *done, len - *done, 0);
+
+		if (n > 0) {
+			*done += (size_t)n;
+			continue;
+		}
+		if (n == 0) {
+			return -ECONNRESET;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+			return 0;
+		}
+		return -errno;
+	}
+	return 1;
+}
+
+static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_type want)
+{
+	struct ctrl_setup *s = c->setup;
+
+	if (ntohl(h->magic) != CTRL_MAGIC || ntohs(h->version) != HELLO_VERSION) {
+		pr_err("setup with %s: the peer does not speak harp's control protocol (magic "
+		       "0x%08x version %u)",
+		       s->peer_name, ntohl(h->magic), ntohs(h->version));
+		return -EPROTO;
+	}
+	if (ntohs(h->type) == HELLO_REFUSE) {
+		int err = ntohs(h->refuse_errno);
+
+		pr_err("setup with %s: the listener refused the connection: %s", s->peer_name,
+		       strerror(err));
+		return err ? -err : -ECONNREFUSED;
+	}
+	if (ntohs(h->type) != want) {
+		return -EPROTO;
+	}
+	if (want == HELLO_REQ && h->nonce != s->nonce) {
+		pr_err("setup with %s: the connector used a handle of another listener",
+		       s->peer_name);
+		return -EINVAL;
+	}
+	if (ntohs(h->mtu) < 576 || !h->conn_id) {
+		pr_err("setup with %s: nonsense in hello (mtu %u, id %u)", s->peer_name,
+		       ntohs(h->mtu), ntohl(h->conn_id));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Takes the peer's half of the hello into the connection. */
+static void apply_hello(struct harp_conn *c, const struct hello *h)
+{
+	int mtu = ntohs(h->mtu) < c->ctx->ip_mtu ? ntohs(h->mtu) : c->ctx->ip_mtu;
+
+	c->peer_id = ntohl(h->conn_id);
+	c->path.dst_ip = h->ipv4;
+	c->path.dst_port = h->udp_port;
+	c->payload_max = (uint32_t)(mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+}
+
+static int local_address(struct harp_conn *c)
+{
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+
+	if (getsockname(c->ctrl_fd, (struct sockaddr *)&me, &len)) {
+		return -errno;
+	}
+	c->path.src_ip = me.sin_addr.s_addr;
+	memcpy(c->path.src_mac, c->ctx->ifi.mac, 6);
+	return 0;
+}
+
+static int resolve(struct harp_conn *c)
+{
+	int route_if = 0;
+	int err = netinfo_nexthop_mac(c->path.dst_ip, c->ctx->ifi.ifindex, c->path.dst_mac,
+				      &route_if);
+
+	if (err == -EXDEV) {
+		pr_err("setup with %s: the route to the peer leaves by interface index %d, not by "
+		       "harp's %s; set HARP_IFNAME to the interface that reaches the peer",
+		       c->setup->peer_name, route_if, c->ctx->ifi.name);
+	} else if (err && err != -EAGAIN) {
+		pr_err("setup with %s: no route to the peer: %s", c->setup->peer_name,
+		       strerror(-err));
+	}
+	return err;
+}
+
+static void refuse(struct harp_conn *c, int err)
+{
+	struct hello h;
+
+	hello_fill(c, &h, HELLO_REFUSE, 0);
+	h.refuse_errno = htons((uint16_t)-err);
+	if (send(c->ctrl_fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		pr_debug("setup: the refusal could not be sent: %s", strerror(errno));
+	}
+}
+
+static int step_connector(struct harp_conn *c)
+{
+	struct ctrl_setup *s = c->setup;
+	int err, so_err = 0;
+	socklen_t len = sizeof(so_err);
+
+	switch (s->step) {
+	case STEP_TCP_CONNECT:
+		if (getsockopt(c->ctrl_fd, SOL_SOCKET, SO_ERROR, &so_err, &len)) {
+			return -errno;
+		}
+		if (so_err) {
+			pr_err("setup: TCP connection to %s failed: %s", s->peer_name,
+			       strerror(so_err));
+			return -so_err;
+		}
+		{
+			struct sockaddr_in peer;
+			socklen_t plen = sizeof(peer);
+
+			if (getpeername(c->ctrl_fd, (struct sockaddr *)&peer, &plen)) {
+				return -EAGAIN; /* not connected yet */
+			}
+		}
+		err = local_address(c);
+		if (err) {
+			return err;
+		}
+		hello_fill(c, &s->out, HELLO_REQ, c->ctx->nengines);
+		s->step = STEP_SEND_HELLO;
+		/* fall through */
+	case STEP_SEND_HELLO:
+		err = io_step(c->ctrl_fd, &s->out, sizeof(s->out), &s->out_done, true);
+		if (err <= 0) {
+			return err ? err : -EAGAIN;
+		}
+		s->step = STEP_RECV_HELLO;
+		/* fall through */
+	case STEP_RECV_HELLO:
+		err = io_step(c->ctrl_fd, &s->in, sizeof(s->in), &s->in_done, false);
+		if (err <= 0) {
+			return err ? err : -EAGAIN;
+		}
+		err = check_hello(c, &s->in, HELLO_OK);
+		if (err) {
+			return err;
+		}
+		s->queue = ntohs(s->in.queue);
+		if (s->queue >= c->ctx->nengines) {
+			pr_err("setup with %s: the listener chose queue %d, but this side runs %d",
+			       s->peer_name, s->queue, c->ctx->nengines);
+			return -EPROTO;
+		}
+		apply_hello(c, &s->in);
+		s->step = STEP_RESOLVE;
+		/* fall through */
+	case STEP_RESOLVE:
+		err = resolve(c);
+		if (err) {
+			return err;
+		}
+		s->step = STEP_DONE;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int step_acceptor(struct harp_conn *c)
+{
+	struct ctrl_setup *s = c->setup;
+	int err;
+
+	switch (s->step) {
+	case STEP_RECV_HELLO:
+		err = io_step(c->ctrl_fd, &s->in, sizeof(s->in), &s->in_done, false);
+		if (err <= 0) {
+			return err ? err : -EAGAIN;
+		}
+		err = check_hello(c, &s->in, HELLO_REQ);
+		if (err) {
+			refuse(c, err);
+			return err;
+		}
+		err = local_address(c);
+		if (err) {
+			return err;
+		}
+		c->token = s->in.token;
+		/* Both ends run this connection on one queue: an AF_XDP send on queue q arrives on
+		 * the peer's queue q (veth; NICs with symmetric flow steering). */
+		s->queue = (int)(atomic_fetch_add(&c->ctx->next_engine, 1) %
+				 (uint32_t)c->ctx->nengines);
+		if (s->queue >= ntohs(s->in.queue)) {
+			s->queue %= ntohs(s->in.queue) ? ntohs(s->in.queue) : 1;
+		}
+		apply_hello(c, &s->in);
+		s->step = STEP_RESOLVE;
+		/* fall through */
+	case STEP_RESOLVE:
+		err = resolve(c);
+		if (err) {
+			if (err != -EAGAIN) {
+				refuse(c, err);
+			}
+			return err;
+		}
+		hello_fill(c, &s->out, HELLO_OK, s->queue);
+		s->step = STEP_SEND_REPLY;
+		return 0; /* the caller hands over, then sends the reply */
+	default:
+		return 0;
+	}
+}
+
+int ctrl_establish(struct harp_conn *c)
+{
+	struct ctrl_setup *s = c->setup;
+	int err;
+
+	if (!s) {
+		return -EINVAL;
+	}
+	if (s->step == STEP_SEND_REPLY) {
+		/* 64 bytes into a fresh socket's empty buffer: one send() or none */
+		err = io_step(c->ctrl_fd, &s->out, sizeof(s->out), &s->out_done, true);
+		if (err == 0 && now_ns() < s->deadline_ns) {
+			return -EAGAIN;
+		}
+		if (err <= 0) {
+			return err ? err : -ETIMEDOUT;
+		}
+		s->step = STEP_DONE;
+		return 0;
+	}
+	err = c->is_listener_side ? step_acceptor(c) : step_connector(c);
+	if (err == -EAGAIN && now_ns() > s->deadline_ns) {
+		pr_err("setup with %s: no answer within HARP_CONNECT_TIMEOUT_MS=%d",
+		       s->peer_name, c->ctx->params.connect_timeout_ms);
+		return -ETIMEDOUT;
+	}
+	return err;
+}
+
+int ctrl_setup_queue(const struct harp_conn *c)
+{
+	return c->setup->queue;
+}
+
+bool ctrl_setup_reply_pending(const struct harp_conn *c)
+{
+	return c->setup && c->setup->step == STEP_SEND_REPLY;
+}
+
+/* ---- after set-up ---------------------------------------------------------------------------- */
+
+int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
+{
+	struct ctrl_msg m;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			return 0;
+		}
+		if (n <= 0) {
+			pr_info("conn %u: the peer's control connection %s; the peer is gone",
+				c->id, n == 0 ? "closed" : strerror(errno));
+			conn_fail(c, -ECONNRESET);
+			return -ECONNRESET;
+		}
+		if (n < (ssize_t)sizeof(m)) {
+			return 0; /* the rest is on its way */
+		}
+		if (recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT) != sizeof(m)) {
+			return 0;
+		}
+		if (ntohl(m.magic) != CTRL_MAGIC || ntohl(m.type) != CTRL_CLOSE) {
+			pr_err("conn %u: unknown control message (magic 0x%08x type %u)", c->id,
+			       ntohl(m.magic), ntohl(m.type));
+			conn_fail(c, -EPROTO);
+			return -EPROTO;
+		}
+		conn_on_peer_close(c, ntohl(m.value), now);
+	}
+}
+
+void ctrl_send_close(struct harp_conn *c)
+{
+	struct ctrl_msg m = {
+		.magic = htonl(CTRL_MAGIC),
+		.type = htonl(CTRL_CLOSE),
+		.value = htonl(c->rcv_nxt),
+	};
+
+	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+		pr_debug("conn %u: the close message could not be sent: %s", c->id,
+			 strerror(errno));
+	}
+}
+
+void ctrl_conn_destroy(struct harp_conn *c)
+{
+	free(c->setup);
+	c->setup = NULL;
+	if (c->ctrl_fd >= 0) {
+		close(c->ctrl_fd);
+		c->ctrl_fd = -1;
+	}
+}

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * One engine per queue: receive a batch, apply it, answer with acks, take new requests, run the
+ * timers, transmit within each connection's window, and kick the TX ring once. No lock and no
+ * allocation here; the only system calls are one sendto() per TX batch (copy mode asks for it)
+ * and a zero-timeout epoll_wait() on the control sockets every few milliseconds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define RX_BATCH 64
+#define TX_BATCH 256
+#define CONN_BURST 64		     /* packets one connection may send per round */
+#define CTRL_PERIOD_NS (2 * 1000000ull) /* how often control sockets are looked at */
+
+int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue)
+{
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	e->ctx = ctx;
+	e->queue = queue;
+	e->rng = (uint32_t)ctx->params.fault_seed * 2654435761u + (uint32_t)queue + 1;
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0) {
+		return -errno;
+	}
+	err = xsk_port_open(&e->port, ctx->ifi.name, queue, &ctx->params, ctx->steer.xsks_map_fd);
+	if (err) {
+		close(e->epfd);
+		e->epfd = -1;
+		return err;
+	}
+	return 0;
+}
+
+static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
+{
+	e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = NULL;
+	epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
+	ctx_free_id(e->ctx, c->id);
+	ctrl_conn_destroy(c);
+	conn_free(c);
+	free(c->reqs);
+	spsc_destroy(c->submit);
+	free(c);
+}
+
+void engine_fini(struct harp_engine *e)
+{
+	struct harp_conn *c, *next;
+
+	if (!e || !e->ctx) {
+		return;
+	}
+	c = atomic_exchange(&e->handover, NULL);
+	for (; c; c = next) {
+		next = c->next_new;
+		c->next_active = e->conns;
+		e->conns = c;
+	}
+	for (c = e->conns; c; c = next) {
+		next = c->next_active;
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			ctrl_send_close(c); /* our final ack lets the peer's last sends complete */
+		}
+		engine_release_conn(e, c);
+	}
+	e->conns = NULL;
+	xsk_port_close(&e->port, e->ctx->steer.xsks_map_fd);
+	if (e->epfd >= 0) {
+		close(e->epfd);
+	}
+	e->ctx = NULL;
+}
+
+void engine_handover(struct harp_engine *e, struct harp_conn *c)
+{
+	struct harp_conn *head = atomic_load_explicit(&e->handover, memory_order_relaxed);
+
+	do {
+		c->next_new = head;
+		/* release: the connection's set-up is visible before the engine can see it */
+	} while (!atomic_compare_exchange_weak_explicit(&e->handover, &head, c,
+							memory_order_release, memory_order_relaxed));
+}
+
+static void adopt(struct harp_engine *e, uint64_t now)
+{
+	/* acquire: pairs with engine_handover's release */
+	struct harp_conn *c = atomic_exchange_explicit(&e->handover, NULL, memory_order_acquire);
+	struct harp_conn *next;
+
+	for (; c; c = next) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+
+		next = c->next_new;
+		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->ctrl_fd, &ev)) {
+			pr_err("engine %d: watching the control socket of conn %u failed: %s",
+			       e->queue, c->id, strerror(errno));
+			conn_fail(c, -errno);
+		}
+		conn_start(c, now);
+		c->next_active = e->conns;
+		e->conns = c;
+		e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = c;
+	}
+}
+
+/* ---- receive ------------------------------------------------------------------------------- */
+
+#ifdef HARP_FAULT_INJECTION
+static bool fault_drop(struct harp_engine *e)
+{
+	uint32_t x = e->rng;
+
+	if (!e->ctx->params.fault_drop_ppm) {
+		return false;
+	}
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	e->rng = x;
+	return x % 1000000u < (uint32_t)e->ctx->params.fault_drop_ppm;
+}
+#else
+static bool fault_drop(struct harp_engine *e)
+{
+	(void)e;
+	return false;
+}
+#endif
+
+static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, uint64_t now)
+{
+	struct wire_pkt p;
+	struct harp_conn *c;
+	enum wire_err err;
+
+	e->stats.rx_packets++;
+	if (fault_drop(e)) {
+		return;
+	}
+	err = wire_parse(frame, len, &p);
+	if (err != WIRE_OK) {
+		e->stats.rx_bad++;
+		return;
+	}
+	c = e->by_slot[p.h.conn_id & (HARP_MAX_CONNS - 1)];
+	if (!c || c->id != p.h.conn_id || c->token != p.h.token ||
+	    atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		e->stats.rx_unknown_conn++;
+		return;
+	}
+	conn_on_packet(c, &p, now);
+	if (c->ack_due && !c->on_ack_list) {
+		c->on_ack_list = true;
+		c->next_ack = e->ack_list;
+		e->ack_list = c;
+	}
+}
+
+static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
+{
+	struct xsk_port *p = &e->port;
+	uint32_t idx_rx, idx_fill, n, i;
+
+	n = xsk_ring_cons__peek(&p->rx, RX_BATCH, &idx_rx);
+	if (!n) {
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
+
+		rx_one(e, xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr)), d->len, now);
+	}
+	/* Every frame goes straight back to the fill ring; the ring has room for all of them,
+	 * since together with the rx ring it holds exactly the frames given to receive. */
+	while (xsk_ring_prod__reserve(&p->fill, n, &idx_fill) != n) {
+	}
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
+
+		*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) =
+			xsk_umem__extract_addr(d->addr) & ~((uint64_t)p->pool.frame_size - 1);
+	}
+	xsk_ring_prod__submit(&p->fill, n);
+	xsk_ring_cons__release(&p->rx, n);
+	return n;
+}
+
+/* ---- transmit ------------------------------------------------------------------------------- */
+
+struct tx_batch {
+	uint32_t idx, reserved, used;
+};
+
+static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *c,
+		   const struct conn_tx *tx)
+{
+	struct xsk_port *p = &e->port;
+	struct xdp_desc *d;
+	uint64_t addr;
+	uint8_t *frame;
+	uint32_t body = tx->h.len;
+
+	if (frame_pool_get(&p->pool, &addr, 1) != 1) {
+		return false;
+	}
+	frame = xsk_port_frame(p, addr);
+	if (tx->h.type == HARP_PKT_ACK) {
+		memcpy(frame + HARP_FRAME_OVERHEAD, tx->sack, HARP_SACK_BYTES);
+	} else if (body) {
+		memcpy(frame + HARP_FRAME_OVERHEAD, tx->payload, body);
+	}
+	d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used++);
+	d->addr = addr;
+	d->len = wire_build(frame, &c->path, &tx->h, body, c->ip_id++);
+	d->options = 0;
+	e->stats.tx_packets++;
+	return true;
+}
+
+static uint32_t tx_room(const struct tx_batch *b)
+{
+	return b->reserved - b->used;
+}
+
+static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
+{
+	struct harp_conn *c;
+	struct conn_tx tx;
+
+	for (c = e->ack_list; c; c = c->next_ack) {
+		c->on_ack_list = false;
+		if (tx_room(b) && conn_make_ack(c, &tx, now)) {
+			if (!tx_put(e, b, c, &tx)) {
+				c->ack_due = true; /* no frame free: ack next round */
+			}
+		}
+	}
+	e->ack_list = NULL;
+}
+
+static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
+{
+	struct harp_conn *c;
+	struct conn_tx tx;
+	bool more = true;
+
+	/* Round-robin in bursts, so one busy connection cannot starve the others. */
+	while (more && tx_room(b)) {
+		more = false;
+		for (c = e->conns; c && tx_room(b); c = c->next_active) {
+			int burst = 0;
+
+			while (burst < CONN_BURST && tx_room(b) && e->port.pool.free &&
+			       conn_next_tx(c, &tx, now)) {
+				if (!tx_put(e, b, c, &tx)) {
+					break;
+				}
+				burst++;
+			}
+			if (burst == CONN_BURST) {
+				more = true;
+			}
+		}
+	}
+}
+
+/* ---- connections ------------------------------------------------------------------------------ */
+
+static void take_requests(struct harp_engine *e)
+{
+	struct harp_conn *c;
+	struct harp_req *r;
+
+	for (c = e->conns; c; c = c->next_active) {
+		while ((r = spsc_peek(c->submit))) {
+			if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+				spsc_pop(c->submit);
+				req_finish(r, atomic_load(&c->fail_err));
+				continue;
+			}
+			if (!conn_take_request(c, r)) {
+				break;
+			}
+			spsc_pop(c->submit);
+		}
+	}
+}
+
+static void reap_closed(struct harp_engine *e)
+{
+	struct harp_conn **pp = &e->conns, *c;
+
+	while ((c = *pp)) {
+		/* acquire: the user's last use of the connection happened before close_req */
+		if (!atomic_load_explicit(&c->close_req, memory_order_acquire)) {
+			pp = &c->next_active;
+			continue;
+		}
+		*pp = c->next_active;
+		if (c->on_ack_list) {
+			struct harp_conn **ap = &e->ack_list;
+
+			while (*ap != c) {
+				ap = &(*ap)->next_ack;
+			}
+			*ap = c->next_ack;
+		}
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			ctrl_send_close(c);
+		}
+		conn_fail(c, -ECONNABORTED);
+		engine_release_conn(e, c);
+	}
+}
+
+static void timers_and_control(struct harp_engine *e, uint64_t now)
+{
+	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
+	struct epoll_event evs[32];
+	struct harp_conn *c;
+	int n, i;
+
+	for (c = e->conns; c; c = c->next_active) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			conn_on_timer(c, now, peer_timeout);
+		}
+	}
+	if (now < e->next_ctrl_ns) {
+		return;
+	}
+	e->next_ctrl_ns = now + CTRL_PERIOD_NS;
+	n = epoll_wait(e->epfd, evs, ARRAY_SIZE(evs), 0);
+	for (i = 0; i < n; i++) {
+		c = evs[i].data.ptr;
+		if (ctrl_poll_conn(c, now) < 0) {
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
+		}
+	}
+}
+
+int engine_progress(struct harp_engine *e)
+{
+	struct xsk_port *p = &e->port;
+	struct tx_batch b = { 0 };
+	uint64_t now;
+	uint32_t rx = 0, n, free_slots;
+	int i;
+
+	/* acquire: everything the previous runner of this engine wrote is visible to us */
+	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
+		return 0;
+	}
+	now = now_ns();
+	adopt(e, now);
+	xsk_port_reclaim(p);
+	for (i = 0; i < 4; i++) {
+		n = rx_batch(e, now);
+		rx += n;
+		if (n < RX_BATCH) {
+			break;
+		}
+	}
+	take_requests(e);
+	reap_closed(e);
+	timers_and_control(e, now);
+
+	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
+	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
+	if (b.reserved && xsk_ring_prod__reserve(&p->tx, b.reserved, &b.idx) == b.reserved) {
+		send_acks(e, &b, now);
+		send_data(e, &b, now);
+		/* give back the slots reserved but not written */
+		p->tx.cached_prod -= b.reserved - b.used;
+		if (b.used) {
+			xsk_ring_prod__submit(&p->tx, b.used);
+			p->tx_pending += b.used;
+		}
+	} else {
+		e->stats.tx_ring_full++;
+	}
+	if (xsk_port_kick(p) < 0) {
+		pr_warn("engine %d: TX wake-up of %s failed: %s", e->queue, e->ctx->ifi.name,
+			strerror(errno));
+	}
+	/* release: our writes are visible to whichever thread runs the engine next */
+	atomic_store_explicit(&e->busy, false, memory_order_release);
+	return (int)(rx + b.used);
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What harp's modules share. Lower layers never include higher ones: params/log, frame pool,
+ * xsk, wire, cc, conn, engine, control, api (DESIGN.md's layers 1-7).
+ */
+#ifndef HARP_INTERNAL_H
+#define HARP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "harp/harp.h"
+
+#define HARP_HIDDEN __attribute__((visibility("hidden")))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- log.c ---------------------------------------------------------------------------------- */
+extern enum harp_log_level harp_log_threshold;
+void harp_log(enum harp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define pr_err(...) harp_log(HARP_LOG_ERROR, __VA_ARGS__)
+#define pr_warn(...) harp_log(HARP_LOG_WARN, __VA_ARGS__)
+#define pr_info(...) harp_log(HARP_LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) harp_log(HARP_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- params.c (table in params.def) --------------------------------------------------------- */
+struct harp_params {
+#define HARP_PARAM_INT(field, env, def, min, max, doc) int field;
+#define HARP_PARAM_STR(field, env, def, maxlen, doc) char field[(maxlen) + 1];
+#define HARP_PARAM_ENUM(field, env, def, choices, doc) int field;
+#include "params.def"
+#undef HARP_PARAM_INT
+#undef HARP_PARAM_STR
+#undef HARP_PARAM_ENUM
+};
+
+/* Index values of the enum parameters, in the order of their choices in params.def. */
+enum { HARP_HUGEPAGES_AUTO, HARP_HUGEPAGES_ON, HARP_HUGEPAGES_OFF };
+enum { HARP_BIND_AUTO, HARP_BIND_ZEROCOPY, HARP_BIND_COPY };
+enum { HARP_XDP_NATIVE, HARP_XDP_SKB };
+
+/* Fills p with every default. */
+void params_defaults(struct harp_params *p);
+/*
+ * Sets one parameter, by environment name, from text. Returns 0, or -EINVAL with err holding one
+ * line naming the variable, the value and what is accepted; -ENOENT for an unknown name.
+ */
+int params_set(struct harp_params *p, const char *env_name, const char *value, char *err,
+	       size_t errlen);
+/* Defaults, then every HARP_* variable present in the environment. Errors as params_set. */
+int params_load_env(struct harp_params *p, char *err, size_t errlen);
+/* Cross-field checks (frame_count a power of two, queues within port_count, ...). */
+int params_validate(const struct harp_params *p, char *err, size_t errlen);
+/* Prints name, value, accepted values and doc of every parameter, one per line. */
+void params_dump(const struct harp_params *p, FILE *out);
+/* The README's table of parameters, in Markdown. */
+void params_dump_markdown(FILE *out);
+
+/* ---- time ------------------------------------------------------------------------------------ */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- umem.c: the frame pool ------------------------------------------------------------------ */
+/*
+ * A LIFO stack of free UMEM frame addresses, owned by one engine (no sharing, no atomics).
+ * LIFO keeps recently used frames warm in cache.
+ */
+struct frame_pool {
+	uint64_t *addrs;
+	uint32_t free;	/* frames on the stack */
+	uint32_t total; /* frames the pool was made with */
+	uint32_t frame_size;
+};
+
+/* Puts frames base, base+frame_size, ... (nframes of them) on the stack. */
+int frame_pool_init(struct frame_pool *fp, uint32_t nframes, uint32_t frame_size);
+void frame_pool_fini(struct frame_pool *fp);
+
+/* Takes up to n frames; returns how many it took (0 when empty: not an error). */
+static inline uint32_t frame_pool_get(struct frame_pool *fp, uint64_t *out, uint32_t n)
+{
+	uint32_t i;
+
+	if (n > fp->free) {
+		n = fp->free;
+	}
+	for (i = 0; i < n; i++) {
+		out[i] = fp->addrs[--fp->free];
+	}
+	return n;
+}
+
+/* Returns n frames. Frame addresses are normalised to their frame's start. */
+static inline void frame_pool_put(struct frame_pool *fp, const uint64_t *in, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n && fp->free < fp->total; i++) {
+		fp->addrs[fp->free++] = in[i] & ~((uint64_t)fp->frame_size - 1);
+	}
+}
+
+/* Memory for a UMEM: hugepages when asked or available, else normal pages; locked in RAM. */
+struct umem_area {
+	void *base;
+	size_t size;
+	bool huge;
+};
+int umem_area_alloc(struct umem_area *a, size_t size, int hugepages_mode);
+void umem_area_free(struct umem_area *a);
+
+/* ---- cc.c: RTT estimate and congestion window ------------------------------------------------ */
+struct rtt_est {
+	uint32_t srtt_us;
+	uint32_t rttvar_us;
+	uint32_t rto_us;
+	uint32_t min_rtt_us;
+	uint32_t rto_min_us, rto_max_us;
+	bool have_sample;
+};
+/* RFC 6298: rto = srtt + 4 * rttvar, clamped to [rto_min_us, rto_max_us]. */
+void rtt_init(struct rtt_est *r, uint32_t rto_init_us, uint32_t rto_min_us, uint32_t rto_max_us);
+void rtt_sample(struct rtt_est *r, uint32_t sample_us);
+/* After a retransmission timeout: double the RTO, up to rto_max_us. */
+void rtt_backoff(struct rtt_est *r);
+
+/*
+ * Window-based congestion control in packets: slow start, additive increase, multiplicative
+ * decrease at most once per window of data (NewReno's recovery point), a collapse to cwnd_min on
+ * timeout, and a gentle decrease when the smoothed RTT climbs far above the path's minimum.
+ */
+struct cc {
+	uint32_t cwnd, ssthresh, cwnd_min, cwnd_max;
+	uint32_t acked_since_growth; /* packets acked since cwnd last grew in avoidance */
+	uint32_t recovery_psn;	     /* no further decrease until acks pass this psn */
+	bool in_recovery;
+	uint64_t delay_backoff_ns; /* time of the last delay-based decrease */
+};
+void cc_init(struct cc *c, uint32_t cwnd_init, uint32_t cwnd_min, uint32_t cwnd_max);
+/* newly_acked packets were acknowledged; ack_psn is the new cumulative ack. */
+void cc_on_ack(struct cc *c, uint32_t newly_acked, uint32_t ack_psn, const struct rtt_est *r,
+	       uint64_t now);
+/* Loss of psn detected while next_psn is the next one to send. */
+void cc_on_loss(struct cc *c, uint32_t psn, uint32_t next_psn);
+void cc_on_timeout(struct cc *c, uint32_t next_psn);
+
+/* Sequence-number comparison modulo 2^32. */
+static inline bool psn_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+#endif

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * harp sends real IPv4/UDP, so it addresses frames the way the kernel would: the route decides
+ * the next hop (the peer itself, or a gateway), and the neighbour table gives its MAC. The
+ * control connection's TCP traffic has already made the kernel resolve that neighbour, so by the
+ * time a connection needs it the entry is normally valid.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#include "netinfo.h"
+
+static int count_queues(const char *ifname, const char *prefix)
+{
+	char path[128];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	d = opendir(path);
+	if (!d) {
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int netinfo_interface(const char *ifname, struct if_info *info)
+{
+	struct ifreq ifr;
+	int fd, err = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ) {
+		return -EINVAL;
+	}
+	snprintf(info->name, sizeof(info->name), "%s", ifname);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return -errno;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFINDEX, &ifr)) {
+		err = -errno;
+		goto out;
+	}
+	info->ifindex = ifr.ifr_ifindex;
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr)) {
+		err = -errno;
+		goto out;
+	}
+	memcpy(info->mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ioctl(fd, SIOCGIFMTU, &ifr)) {
+		err = -errno;
+		goto out;
+	}
+	info->mtu = ifr.ifr_mtu;
+	if (!ioctl(fd, SIOCGIFADDR, &ifr)) {
+		info->ipv4 = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
+	}
+	info->rx_queues = count_queues(ifname, "rx-");
+	info->tx_queues = count_queues(ifname, "tx-");
+out:
+	close(fd);
+	return err;
+}
+
+/* One rtnetlink request and its single reply, into buf. Returns the reply's length. */
+static int rtnl_ask(struct nlmsghdr *req, char *buf, size_t buflen)
+{
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct nlmsghdr *nh;
+	int fd, len, err;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0) {
+		return -errno;
+	}
+	if (sendto(fd, req, req->nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	len = (int)recv(fd, buf, buflen, 0);
+	err = len < 0 ? -errno : 0;
+	close(fd);
+	if (err) {
+		return err;
+	}
+	nh = (struct nlmsghdr *)buf;
+	if (!NLMSG_OK(nh, (unsigned)len)) {
+		return -EBADMSG;
+	}
+	if (nh->nlmsg_type == NLMSG_ERROR) {
+		struct nlmsgerr *e = NLMSG_DATA(nh);
+
+		return e->error ? e->error : -ENOENT;
+	}
+	return len;
+}
+
+static void add_attr(struct nlmsghdr *nh, unsigned short type, const void *data, size_t len)
+{
+	struct rtattr *rta = (struct rtattr *)((char *)nh + NLMSG_ALIGN(nh->nlmsg_len));
+
+	rta->rta_type = type;
+	rta->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(rta), data, len);
+	nh->nlmsg_len = NLMSG_ALIGN(nh->nlmsg_len) + RTA_ALIGN(rta->rta_len);
+}
+
+/* Route to dst: sets the output interface and the next hop (gateway, or dst itself). */
+static int route_get(uint32_t dst, int *oif, uint32_t *nexthop)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		char attrs[64];
+	} req;
+	char buf[4096];
+	struct rtattr *rta;
+	struct rtmsg *rt;
+	int len, alen;
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	req.nh.nlmsg_type = RTM_GETROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.rt.rtm_family = AF_INET;
+	req.rt.rtm_dst_len = 32;
+	add_attr(&req.nh, RTA_DST, &dst, 4);
+	len = rtnl_ask(&req.nh, buf, sizeof(buf));
+	if (len < 0) {
+		return len == -ENETUNREACH || len == -EHOSTUNREACH ? -ENETUNREACH : len;
+	}
+	rt = NLMSG_DATA((struct nlmsghdr *)buf);
+	alen = (int)RTM_PAYLOAD((struct nlmsghdr *)buf);
+	*oif = 0;
+	*nexthop = dst;
+	for (rta = RTM_RTA(rt); RTA_OK(rta, alen); rta = RTA_NEXT(rta, alen)) {
+		if (rta->rta_type == RTA_OIF && RTA_PAYLOAD(rta) >= 4) {
+			memcpy(oif, RTA_DATA(rta), 4);
+		} else if (rta->rta_type == RTA_GATEWAY && RTA_PAYLOAD(rta) >= 4) {
+			memcpy(nexthop, RTA_DATA(rta), 4);
+		}
+	}
+	if (rt->rtm_type != RTN_UNICAST && rt->rtm_type != RTN_LOCAL) {
+		return -ENETUNREACH;
+	}
+	return *oif ? 0 : -ENETUNREACH;
+}
+
+static int neigh_get(uint32_t ip, int ifindex, uint8_t mac[6])
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ndmsg nd;
+		char attrs[64];
+	} req;
+	char buf[4096];
+	struct rtattr *rta;
+	struct ndmsg *nd;
+	int len, alen;
+	bool have_mac = false;
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg));
+	req.nh.nlmsg_type = RTM_GETNEIGH;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.nd.ndm_family = AF_INET;
+	req.nd.ndm_ifindex = ifindex;
+	add_attr(&req.nh, NDA_DST, &ip, 4);
+	len = rtnl_ask(&req.nh, buf, sizeof(buf));
+	if (len < 0) {
+		return len == -ENOENT ? -EAGAIN : len;
+	}
+	nd = NLMSG_DATA((struct nlmsghdr *)buf);
+	alen = (int)(((struct nlmsghdr *)buf)->nlmsg_len - NLMSG_LENGTH(sizeof(*nd)));
+	for (rta = (struct rtattr *)((char *)nd + NLMSG_ALIGN(sizeof(*nd))); RTA_OK(rta, alen);
+	     rta = RTA_NEXT(rta, alen)) {
+		if (rta->rta_type == NDA_LLADDR && RTA_PAYLOAD(rta) == 6) {
+			memcpy(mac, RTA_DATA(rta), 6);
+			have_mac = true;
+		}
+	}
+	if (!have_mac || (nd->ndm_state & (NUD_INCOMPLETE | NUD_FAILED | NUD_NONE))) {
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int netinfo_nexthop_mac(uint32_t dst_ip, int ifindex, uint8_t mac[6], int *route_ifindex)
+{
+	uint32_t nexthop;
+	int oif, err;
+
+	err = route_get(dst_ip, &oif, &nexthop);
+	if (err) {
+		return err;
+	}
+	*route_ifindex = oif;
+	if (oif != ifindex) {
+		return -EXDEV;
+	}
+	return neigh_get(nexthop, ifindex, mac);
+}

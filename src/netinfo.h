@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the kernel knows about an interface and how to reach a peer: ioctl, sysfs, rtnetlink. */
+#ifndef HARP_NETINFO_H
+#define HARP_NETINFO_H
+
+#include "internal.h"
+
+struct if_info {
+	char name[16];
+	int ifindex;
+	uint8_t mac[6];
+	uint32_t ipv4; /* network order; 0 when the interface has none */
+	int mtu;
+	int rx_queues, tx_queues;
+};
+
+/* Fills info for ifname in the caller's network namespace. -ENODEV when there is none. */
+int netinfo_interface(const char *ifname, struct if_info *info);
+
+/*
+ * Resolves the Ethernet address of the next hop towards dst_ip (network order) through the
+ * kernel's route and neighbour tables. The route must leave through ifindex. -EAGAIN while the
+ * neighbour entry is not (yet) valid; -ENETUNREACH without a route; -EXDEV when the route
+ * leaves by another interface (its index in *route_ifindex).
+ */
+int netinfo_nexthop_mac(uint32_t dst_ip, int ifindex, uint8_t mac[6], int *route_ifindex);
+
+#endif

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * harp's settings. params.def is expanded once into a table of descriptors (environment name,
+ * type, default, accepted range or choices, doc, and the field's offset in struct harp_params),
+ * and everything here walks that table: defaults, the strict parser, validation, the dump and
+ * the README's Markdown table. Parsing is strict on purpose: an integer is plain decimal with
+ * nothing around it, an enum is one of its choices spelled exactly, and an unknown HARP_*
+ * variable is an error, so a typo fails init instead of silently running with a default.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+enum param_type { PARAM_INT, PARAM_STR, PARAM_ENUM };
+
+struct param_desc {
+	const char *env;
+	enum param_type type;
+	size_t offset;	   /* of the field in struct harp_params */
+	long long def_int; /* INT: value; ENUM: index of the default choice */
+	const char *def_str;
+	long long min, max; /* INT only */
+	size_t max_len;	    /* STR only, without the terminating NUL */
+	const char *choices; /* ENUM only: "a|b|c" */
+	const char *doc;
+};
+
+static const struct param_desc params_table[] = {
+#define HARP_PARAM_INT(field, name, def, lo, hi, d)                                                \
+	{ .env = name, .type = PARAM_INT, .offset = offsetof(struct harp_params, field),           \
+	  .def_int = def, .min = lo, .max = hi, .doc = d },
+#define HARP_PARAM_STR(field, name, def, maxlen, d)                                                \
+	{ .env = name, .type = PARAM_STR, .offset = offsetof(struct harp_params, field),           \
+	  .def_str = def, .max_len = maxlen, .doc = d },
+#define HARP_PARAM_ENUM(field, name, def, ch, d)                                                   \
+	{ .env = name, .type = PARAM_ENUM, .offset = offsetof(struct harp_params, field),          \
+	  .def_int = def, .choices = ch, .doc = d },
+#include "params.def"
+#undef HARP_PARAM_INT
+#undef HARP_PARAM_STR
+#undef HARP_PARAM_ENUM
+};
+
+#define PARAMS_ENV_PREFIX "HARP_"
+
+static int *params_int_field(struct harp_params *p, const struct param_desc *d)
+{
+	return (int *)((char *)p + d->offset);
+}
+
+static const int *params_int_field_const(const struct harp_params *p, const struct param_desc *d)
+{
+	return (const int *)((const char *)p + d->offset);
+}
+
+static char *params_str_field(struct harp_params *p, const struct param_desc *d)
+{
+	return (char *)p + d->offset;
+}
+
+static const struct param_desc *params_find(const char *env_name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
+		if (strcmp(params_table[i].env, env_name) == 0) {
+			return &params_table[i];
+		}
+	}
+	return NULL;
+}
+
+static void params_error(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void params_error(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0) {
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Finds choice number idx of "a|b|c"; returns its start and stores its length, or NULL when
+ * there are not that many choices.
+ */
+static const char *params_enum_choice(const char *choices, long long idx, size_t *len)
+{
+	const char *s = choices;
+	const char *bar;
+
+	for (;;) {
+		bar = strchr(s, '|');
+		if (idx == 0) {
+			*len = bar ? (size_t)(bar - s) : strlen(s);
+			return s;
+		}
+		if (!bar) {
+			return NULL;
+		}
+		s = bar + 1;
+		idx--;
+	}
+}
+
+/* Returns the index of value among the choices, or -1. Case-sensitive, whole words only. */
+static int params_enum_index(const char *choices, const char *value)
+{
+	size_t vlen = strlen(value), len;
+	const char *c;
+	int idx;
+
+	for (idx = 0; (c = params_enum_choice(choices, idx, &len)); idx++) {
+		if (len == vlen && strncmp(c, value, len) == 0) {
+			return idx;
+		}
+	}
+	return -1;
+}
+
+/* Plain decimal: an optional '-', at least one digit, nothing else (no spaces, no suffix). */
+static int params_parse_int(const char *s, long long *out)
+{
+	const char *digits = s[0] == '-' ? s + 1 : s;
+	char *end;
+
+	if (*digits < '0' || *digits > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (*end != '\0') {
+		return -EINVAL;
+	}
+	if (errno == ERANGE) {
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static int params_set_int(struct harp_params *p, const struct param_desc *d, const char *value,
+			  char *err, size_t errlen)
+{
+	long long v;
+
+	if (params_parse_int(value, &v) < 0 || v < d->min || v > d->max) {
+		params_error(err, errlen,
+			     "%s=%s is invalid: expected an integer in %lld..%lld (%s)", d->env,
+			     value, d->min, d->max, d->doc);
+		return -EINVAL;
+	}
+	*params_int_field(p, d) = (int)v;
+	return 0;
+}
+
+static int params_set_str(struct harp_params *p, const struct param_desc *d, const char *value,
+			  char *err, size_t errlen)
+{
+	size_t len = strlen(value);
+
+	if (len > d->max_len) {
+		params_error(err, errlen,
+			     "%s=%s is invalid: expected at most %zu characters (%s)", d->env,
+			     value, d->max_len, d->doc);
+		return -EINVAL;
+	}
+	memcpy(params_str_field(p, d), value, len + 1);
+	return 0;
+}
+
+static int params_set_enum(struct harp_params *p, const struct param_desc *d, const char *value,
+			   char *err, size_t errlen)
+{
+	int idx = params_enum_index(d->choices, value);
+
+	if (idx < 0) {
+		params_error(err, errlen, "%s=%s is invalid: expected one of %s (%s)", d->env,
+			     value, d->choices, d->doc);
+		return -EINVAL;
+	}
+	*params_int_field(p, d) = idx;
+	return 0;
+}
+
+void params_defaults(struct harp_params *p)
+{
+	const struct param_desc *d;
+	size_t i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
+		d = &params_table[i];
+		if (d->type == PARAM_STR) {
+			snprintf(params_str_field(p, d), d->max_len + 1, "%s", d->def_str);
+		} else {
+			*params_int_field(p, d) = (int)d->def_int;
+		}
+	}
+}
+
+int params_set(struct harp_params *p, const char *env_name, const char *value, char *err,
+	       size_t errlen)
+{
+	const struct param_desc *d = params_find(env_name);
+
+	if (!d) {
+		params_error(err, errlen, "unknown setting %s; see harp-params --dump", env_name);
+		return -ENOENT;
+	}
+	if (!value) {
+		value = "";
+	}
+	switch (d->type) {
+	case PARAM_INT:
+		return params_set_int(p, d, value, err, errlen);
+	case PARAM_STR:
+		return params_set_str(p, d, value, err, errlen);
+	case PARAM_ENUM:
+		return params_set_enum(p, d, value, err, errlen);
+	}
+	return -EINVAL;
+}
+
+/* Any HARP_* variable that is not in the table is most likely a typo: refuse it. */
+static int params_check_unknown_env(char *err, size_t errlen)
+{
+	const size_t prefix_len = strlen(PARAMS_ENV_PREFIX);
+	char name[128];
+	const char *eq;
+	size_t len;
+	char **e;
+
+	for (e = environ; e && *e; e++) {
+		if (strncmp(*e, PARAMS_ENV_PREFIX, prefix_len) != 0) {
+			continue;
+		}
+		eq = strchr(*e, '=');
+		len = eq ? (size_t)(eq - *e) : strlen(*e);
+		if (len >= sizeof(name)) {
+			len = sizeof(name) - 1;
+		}
+		memcpy(name, *e, len);
+		name[len] = '\0';
+		if (!params_find(name)) {
+			params_error(err, errlen, "unknown setting %s; see harp-params --dump",
+				     name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int params_load_env(struct harp_params *p, char *err, size_t errlen)
+{
+	const char *value;
+	size_t i;
+	int ret;
+
+	params_defaults(p);
+	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
+		value = getenv(params_table[i].env);
+		if (!value) {
+			continue;
+		}
+		ret = params_set(p, params_table[i].env, value, err, errlen);
+		if (ret < 0) {
+			return ret;
+		}
+	}
+	return params_check_unknown_env(err, errlen);
+}
+
+/*
+ * Fields may also come from harp_ctx_opts, past the parser, so each is checked against its own
+ * range again before the cross-field rules.
+ */
+static int params_validate_fields(const struct harp_params *p, char *err, size_t errlen)
+{
+	const struct param_desc *d;
+	const char *s;
+	size_t i, len;
+	int v;
+
+	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
+		d = &params_table[i];
+		if (d->type == PARAM_STR) {
+			s = (const char *)p + d->offset;
+			if (!memchr(s, '\0', d->max_len + 1)) {
+				params_error(err, errlen,
+					     "%s is invalid: expected at most %zu characters (%s)",
+					     d->env, d->max_len, d->doc);
+				return -EINVAL;
+			}
+			continue;
+		}
+		v = *params_int_field_const(p, d);
+		if (d->type == PARAM_INT && (v < d->min || v > d->max)) {
+			params_error(err, errlen,
+				     "%s=%d is invalid: expected an integer in %lld..%lld (%s)",
+				     d->env, v, d->min, d->max, d->doc);
+			return -EINVAL;
+		}
+		if (d->type == PARAM_ENUM && (v < 0 || !params_enum_choice(d->choices, v, &len))) {
+			params_error(err, errlen, "%s=#%d is invalid: expected one of %s (%s)",
+				     d->env, v, d->choices, d->doc);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int params_validate(const struct harp_params *p, char *err, size_t errlen)
+{
+	const struct param_desc *d;
+	int ret;
+
+	ret = params_validate_fields(p, err, errlen);
+	if (ret < 0) {
+		return ret;
+	}
+	if (p->frame_size != 2048 && p->frame_size != 4096) {
+		params_error(err, errlen,
+			     "HARP_FRAME_SIZE=%d is invalid: expected 2048 or 4096 (%s)",
+			     p->frame_size, params_find("HARP_FRAME_SIZE")->doc);
+		return -EINVAL;
+	}
+	if (p->frame_count & (p->frame_count - 1)) {
+		d = params_find("HARP_FRAME_COUNT");
+		params_error(err, errlen,
+			     "HARP_FRAME_COUNT=%d is invalid: expected a power of two in "
+			     "%lld..%lld (%s)",
+			     p->frame_count, d->min, d->max, d->doc);
+		return -EINVAL;
+	}
+	if (p->queues > p->port_count) {
+		params_error(err, errlen,
+			     "HARP_QUEUES=%d is invalid with HARP_PORT_COUNT=%d: expected at most "
+			     "one queue per port (HARP_QUEUES <= HARP_PORT_COUNT)",
+			     p->queues, p->port_count);
+		return -EINVAL;
+	}
+	if ((long)p->port_base + p->port_count - 1 > 65535) {
+		params_error(err, errlen,
+			     "HARP_PORT_BASE=%d with HARP_PORT_COUNT=%d is invalid: expected the "
+			     "port range to end at or below 65535",
+			     p->port_base, p->port_count);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Writes a parameter's current value as text (for the dump). */
+static void params_format_value(const struct harp_params *p, const struct param_desc *d,
+				char *buf, size_t len)
+{
+	const char *choice;
+	size_t clen;
+	int v;
+
+	if (d->type == PARAM_STR) {
+		snprintf(buf, len, "%.*s", (int)d->max_len, (const char *)p + d->offset);
+		return;
+	}
+	v = *params_int_field_const(p, d);
+	if (d->type == PARAM_INT) {
+		snprintf(buf, len, "%d", v);
+		return;
+	}
+	choice = v >= 0 ? params_enum_choice(d->choices, v, &clen) : NULL;
+	if (choice) {
+		snprintf(buf, len, "%.*s", (int)clen, choice);
+	} else {
+		snprintf(buf, len, "#%d", v);
+	}
+}
+
+/* Writes what a parameter accepts, in words; sep separates enum choices. */
+static void params_format_accepted(const struct param_desc *d, const char *sep, char *buf,
+				   size_t len)
+{
+	const char *choice;
+	size_t clen, used = 0;
+	int idx, n;
+
+	switch (d->type) {
+	case PARAM_INT:
+		snprintf(buf, len, "%lld..%lld", d->min, d->max);
+		return;
+	case PARAM_STR:
+		snprintf(buf, len, "text, at most %zu chars", d->max_len);
+		return;
+	case PARAM_ENUM:
+		buf[0] = '\0';
+		for (idx = 0; (choice = params_enum_choice(d->choices, idx, &clen)); idx++) {
+			n = snprintf(buf + used, len - used, "%s%.*s", idx ? sep : "", (int)clen,
+				     choice);
+			if (n < 0 || (size_t)n >= len - used) {
+				return;
+			}
+			used += (size_t)n;
+		}
+		return;
+	}
+}
+
+void params_dump(const struct harp_params *p, FILE *out)
+{
+	struct harp_params defaults;
+	const struct param_desc *d;
+	char value[64], def[64], accepted[96], line[160];
+	size_t i;
+
+	params_defaults(&defaults);
+	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
+		d = &params_table[i];
+		params_format_value(p, d, value, sizeof(value));
+		params_format_value(&defaults, d, def, sizeof(def));
+		params_format_accepted(d, "|", accepted, sizeof(accepted));
+		snprintf(line, sizeof(line), "%s=%s", d->env, value);
+		fprintf(out, "%-32s %-24s default %-8s %s\n", line, accepted,
+			def[0] ? def : "\"\"", d->doc);
+	}
+}
+
+/* Markdown cells: a '|' would split the cell, so it is escaped. */
+static void params_put_cell(const char *s, FILE *out)
+{
+	for (; *s; s++) {
+		if (*s == '|') {
+			fputc('\\', out);
+		}
+		fputc(*s, out);
+	}
+}
+
+void params_dump_markdown(FILE *out)
+{
+	struct harp_params defaults;
+	const struct param_desc *d;
+	char def[64], accepted[96];
+	size_t i;
+
+	params_defaults(&defaults);
+	fprintf(out, "| Variable | Default | Accepted | Meaning |\n");
+	fprintf(out, "|---|---|---|---|\n");
+	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
+		d = &params_table[i];
+		params_format_value(&defaults, d, def, sizeof(def));
+		params_format_accepted(d, "`, `", accepted, sizeof(accepted));
+		fprintf(out, "| `%s` | ", d->env);
+		if (def[0]) {
+			fprintf(out, "`%s`", def);
+		} else {
+			fprintf(out, "(none)");
+		}
+		fprintf(out, " | ");
+		if (d->type == PARAM_ENUM) {
+			fputc('`', out);
+			params_put_cell(accepted, out);
+			fputc('`', out);
+		} else {
+			params_put_cell(accepted, out);
+		}
+		fprintf(out, " | ");
+		params_put_cell(d->doc, out);
+		fprintf(out, " |\n");
+	}
+}

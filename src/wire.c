@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Building and checking harp's frames. The builder writes the headers around a body already in
+ * place, so payload is copied once (from the sender's buffer into the UMEM frame). The parser
+ * bounds every length by the one before it: frame length, then the IPv4 total length, then the
+ * UDP length, then harp's own len; a packet passes only when all agree and both checksums hold.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "wire.h"
+
+#define ETH_P_IPV4 0x0800
+#define ETH_P_VLAN 0x8100
+#define IPPROTO_UDP_NUM 17
+
+static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	while (len >= 2) {
+		sum += (uint32_t)(p[0] << 8 | p[1]);
+		p += 2;
+		len -= 2;
+	}
+	if (len) {
+		sum += (uint32_t)(p[0] << 8);
+	}
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16) {
+		sum = (sum & 0xffff) + (sum >> 16);
+	}
+	return (uint16_t)~sum;
+}
+
+uint16_t wire_ip_csum(const void *hdr, size_t len)
+{
+	return csum_fold(csum_add(0, hdr, len));
+}
+
+/* UDP checksum over the IPv4 pseudo-header, the UDP header and the body (result in host order). */
+static uint16_t udp4_csum(const uint8_t *ip, const uint8_t *udp, uint16_t udp_len)
+{
+	uint32_t sum = 0;
+
+	sum = csum_add(sum, ip + 12, 8); /* source and destination address */
+	sum += IPPROTO_UDP_NUM + udp_len;
+	sum = csum_add(sum, udp, udp_len);
+	return csum_fold(sum);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static void hdr_to_net(struct harp_hdr *n, const struct harp_hdr *h)
+{
+	*n = *h;
+	n->conn_id = htonl(h->conn_id);
+	n->token = htobe64(h->token);
+	n->psn = htonl(h->psn);
+	n->ack_psn = htonl(h->ack_psn);
+	n->ts = htonl(h->ts);
+	n->ts_echo = htonl(h->ts_echo);
+	n->rsn = htonl(h->rsn);
+	n->tag = htonl(h->tag);
+	n->msg_len = htobe64(h->msg_len);
+	n->offset = htobe64(h->offset);
+	n->len = htons(h->len);
+	n->flags = htons(h->flags);
+	n->reserved = htonl(h->reserved);
+}
+
+static void hdr_from_net(struct harp_hdr *h, const struct harp_hdr *n)
+{
+	*h = *n;
+	h->conn_id = ntohl(n->conn_id);
+	h->token = be64toh(n->token);
+	h->psn = ntohl(n->psn);
+	h->ack_psn = ntohl(n->ack_psn);
+	h->ts = ntohl(n->ts);
+	h->ts_echo = ntohl(n->ts_echo);
+	h->rsn = ntohl(n->rsn);
+	h->tag = ntohl(n->tag);
+	h->msg_len = be64toh(n->msg_len);
+	h->offset = be64toh(n->offset);
+	h->len = ntohs(n->len);
+	h->flags = ntohs(n->flags);
+	h->reserved = ntohl(n->reserved);
+}
+
+uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
+		    uint32_t body_len, uint16_t ip_id)
+{
+	uint8_t *ip = frame + HARP_ETH_HLEN;
+	uint8_t *udp = ip + HARP_IP4_HLEN;
+	struct harp_hdr net;
+	uint16_t udp_len = (uint16_t)(HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
+	uint16_t csum;
+
+	memcpy(frame, path->dst_mac, 6);
+	memcpy(frame + 6, path->src_mac, 6);
+	put16(frame + 12, ETH_P_IPV4);
+
+	ip[0] = 0x45; /* version 4, 20-byte header */
+	ip[1] = 0;
+	put16(ip + 2, (uint16_t)(HARP_IP4_HLEN + udp_len));
+	put16(ip + 4, ip_id);
+	put16(ip + 6, 0x4000); /* don't fragment */
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP_NUM;
+	put16(ip + 10, 0);
+	memcpy(ip + 12, &path->src_ip, 4);
+	memcpy(ip + 16, &path->dst_ip, 4);
+	put16(ip + 10, wire_ip_csum(ip, HARP_IP4_HLEN));
+
+	memcpy(udp, &path->src_port, 2);
+	memcpy(udp + 2, &path->dst_port, 2);
+	put16(udp + 4, udp_len);
+	put16(udp + 6, 0);
+	hdr_to_net(&net, h);
+	memcpy(udp + HARP_UDP_HLEN, &net, sizeof(net));
+	csum = udp4_csum(ip, udp, udp_len);
+	put16(udp + 6, csum ? csum : 0xffff); /* 0 means "no checksum" in IPv4 UDP */
+	return HARP_ETH_HLEN + HARP_IP4_HLEN + udp_len;
+}
+
+static const char *const wire_err_names[WIRE_ERR_MAX] = {
+	[WIRE_OK] = "ok",
+	[WIRE_ERR_SHORT] = "truncated",
+	[WIRE_ERR_NOT_IP4] = "not IPv4",
+	[WIRE_ERR_IP_HDR] = "bad IPv4 header",
+	[WIRE_ERR_IP_CSUM] = "bad IPv4 checksum",
+	[WIRE_ERR_NOT_UDP] = "not UDP",
+	[WIRE_ERR_UDP_LEN] = "bad UDP length",
+	[WIRE_ERR_UDP_CSUM] = "bad UDP checksum",
+	[WIRE_ERR_VERSION] = "unknown harp version",
+	[WIRE_ERR_TYPE] = "unknown harp packet type",
+	[WIRE_ERR_LEN] = "bad harp length",
+};
+
+const char *wire_err_name(enum wire_err e)
+{
+	return (unsigned)e < WIRE_ERR_MAX ? wire_err_names[e] : "unknown";
+}
+
+/* Per-type rules on the body, once the header is known to be complete. */
+static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
+{
+	if (h->len != body_avail) {
+		return WIRE_ERR_LEN;
+	}
+	switch (h->type) {
+	case HARP_PKT_DATA:
+		if (h->offset > h->msg_len || h->len > h->msg_len - h->offset) {
+			return WIRE_ERR_LEN; /* payload would land outside its message */
+		}
+		if (h->len == 0 && h->msg_len != 0) {
+			return WIRE_ERR_LEN; /* only a zero-byte message travels without payload */
+		}
+		return WIRE_OK;
+	case HARP_PKT_ACK:
+		return h->len == HARP_SACK_BYTES ? WIRE_OK : WIRE_ERR_LEN;
+	case HARP_PKT_CTS:
+	case HARP_PKT_MSGERR:
+		return h->len == 0 ? WIRE_OK : WIRE_ERR_LEN;
+	default:
+		return WIRE_ERR_TYPE;
+	}
+}
+
+enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
+{
+	const uint8_t *ip, *udp;
+	uint32_t l3_off = HARP_ETH_HLEN;
+	uint16_t ethertype, ip_len, udp_len, csum;
+	struct harp_hdr net;
+
+	if (len < HARP_ETH_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	ethertype = get16(frame + 12);
+	if (ethertype == ETH_P_VLAN) {
+		if (len < HARP_ETH_HLEN + HARP_VLAN_HLEN) {
+			return WIRE_ERR_SHORT;
+		}
+		ethertype = get16(frame + 16);
+		l3_off += HARP_VLAN_HLEN;
+	}
+	if (ethertype != ETH_P_IPV4) {
+		return WIRE_ERR_NOT_IP4;
+	}
+	if (len - l3_off < HARP_IP4_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	ip = frame + l3_off;
+	ip_len = get16(ip + 2);
+	if (ip[0] != 0x45 || (get16(ip + 6) & 0x3fff) || ip_len < HARP_IP4_HLEN) {
+		return WIRE_ERR_IP_HDR; /* options, fragments or a nonsense total length */
+	}
+	if (ip_len > len - l3_off) {
+		return WIRE_ERR_SHORT; /* trailing bytes (Ethernet padding) are allowed, missing not */
+	}
+	if (wire_ip_csum(ip, HARP_IP4_HLEN) != 0) {
+		return WIRE_ERR_IP_CSUM;
+	}
+	if (ip[9] != IPPROTO_UDP_NUM) {
+		return WIRE_ERR_NOT_UDP;
+	}
+	if (ip_len < HARP_IP4_HLEN + HARP_UDP_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	udp = ip + HARP_IP4_HLEN;
+	udp_len = get16(udp + 4);
+	if (udp_len != ip_len - HARP_IP4_HLEN) {
+		return WIRE_ERR_UDP_LEN;
+	}
+	csum = get16(udp + 6);
+	if (csum != 0 && udp4_csum(ip, udp, udp_len) != 0) {
+		return WIRE_ERR_UDP_CSUM;
+	}
+	if (udp_len < HARP_UDP_HLEN + HARP_HDR_LEN) {
+		return WIRE_ERR_SHORT;
+	}
+	memcpy(&net, udp + HARP_UDP_HLEN, sizeof(net));
+	hdr_from_net(&p->h, &net);
+	if (p->h.version != HARP_WIRE_VERSION) {
+		return WIRE_ERR_VERSION;
+	}
+	if (p->h.type == 0 || p->h.type > HARP_PKT_TYPE_MAX) {
+		return WIRE_ERR_TYPE;
+	}
+	{
+		enum wire_err e = check_body(&p->h, udp_len - HARP_UDP_HLEN - HARP_HDR_LEN);
+
+		if (e != WIRE_OK) {
+			return e;
+		}
+	}
+	p->body = udp + HARP_UDP_HLEN + HARP_HDR_LEN;
+	memcpy(&p->src_ip, ip + 12, 4);
+	memcpy(&p->dst_ip, ip + 16, 4);
+	memcpy(&p->src_port, udp, 2);
+	memcpy(&p->dst_port, udp + 2, 2);
+	memcpy(p->src_mac, frame + 6, 6);
+	return WIRE_OK;
+}

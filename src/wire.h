@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * harp's wire format (docs/PROTOCOL.md): Ethernet, IPv4 without options, UDP, the 64-byte harp
+ * header, then payload. Multi-byte fields travel in network byte order. Building writes every
+ * header and both checksums; parsing checks every length and checksum before anything is read
+ * from the payload, and never trusts a field it has not bounded.
+ */
+#ifndef HARP_WIRE_H
+#define HARP_WIRE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define HARP_WIRE_VERSION 1
+#define HARP_ETH_HLEN 14
+#define HARP_VLAN_HLEN 4
+#define HARP_IP4_HLEN 20
+#define HARP_UDP_HLEN 8
+#define HARP_HDR_LEN 64
+#define HARP_SACK_BYTES 64 /* ACK body: one bit per psn after the cumulative ack */
+#define HARP_SACK_BITS (HARP_SACK_BYTES * 8)
+/* Bytes of headers in front of a data payload. */
+#define HARP_FRAME_OVERHEAD (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
+
+enum harp_pkt_type {
+	HARP_PKT_DATA = 1,   /* reliable: a slice of a message */
+	HARP_PKT_ACK = 2,    /* unreliable: cumulative and selective acknowledgement */
+	HARP_PKT_CTS = 3,    /* reliable: a posted receive buffer (clear to send) */
+	HARP_PKT_MSGERR = 4, /* reliable: a message that did not fit its receive buffer */
+	HARP_PKT_TYPE_MAX = 4,
+};
+
+/* Every packet carries this, after the UDP header. */
+struct harp_hdr {
+	uint8_t version;
+	uint8_t type;
+	uint8_t buf_idx;  /* DATA/CTS/MSGERR: buffer within the receive */
+	uint8_t nbufs;	  /* CTS: buffers in that receive */
+	uint32_t conn_id; /* the receiving side's connection id */
+	uint64_t token;	  /* the connection's session token, from the handshake */
+	uint32_t psn;	  /* reliable packets: packet sequence number */
+	uint32_t ack_psn; /* every packet: all psn before this have arrived */
+	uint32_t ts;	  /* sender's clock, microseconds (truncated) */
+	uint32_t ts_echo; /* ACK: ts of the packet being acknowledged, for the RTT */
+	uint32_t rsn;	  /* DATA/CTS/MSGERR: sequence number of the receive */
+	uint32_t tag;	  /* DATA/CTS: the message's tag */
+	uint64_t msg_len; /* DATA: message length; CTS: buffer capacity; MSGERR: rejected length */
+	uint64_t offset;  /* DATA: this payload's byte offset in the message */
+	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */
+	uint16_t flags;	  /* reserved, zero */
+	uint32_t reserved;
+} __attribute__((packed));
+_Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");
+
+/* Addresses of one direction of a connection, in network byte order. */
+struct wire_path {
+	uint8_t src_mac[6], dst_mac[6];
+	uint32_t src_ip, dst_ip;
+	uint16_t src_port, dst_port;
+};
+
+/*
+ * Writes Ethernet/IPv4/UDP headers and h in front of a body of body_len bytes that the caller has
+ * already placed at frame + HARP_FRAME_OVERHEAD, and fills both checksums. h is in host order.
+ * Returns the frame length.
+ */
+uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
+		    uint32_t body_len, uint16_t ip_id);
+
+/* Reasons a packet is refused; counted per queue. */
+enum wire_err {
+	WIRE_OK = 0,
+	WIRE_ERR_SHORT,	   /* shorter than the headers it claims */
+	WIRE_ERR_NOT_IP4,  /* not IPv4 (or an unknown ethertype) */
+	WIRE_ERR_IP_HDR,   /* IPv4 version/ihl/options/fragment/total length wrong */
+	WIRE_ERR_IP_CSUM,  /* IPv4 header checksum */
+	WIRE_ERR_NOT_UDP,  /* another IP protocol */
+	WIRE_ERR_UDP_LEN,  /* UDP length disagrees with IP */
+	WIRE_ERR_UDP_CSUM, /* UDP checksum */
+	WIRE_ERR_VERSION,  /* harp version */
+	WIRE_ERR_TYPE,	   /* unknown packet type */
+	WIRE_ERR_LEN,	   /* harp len disagrees with the UDP payload, or body bounds wrong */
+	WIRE_ERR_MAX,
+};
+const char *wire_err_name(enum wire_err e);
+
+/* A checked packet: h in host order, body pointing into the frame. */
+struct wire_pkt {
+	struct harp_hdr h;
+	const uint8_t *body; /* h.len bytes */
+	uint32_t src_ip, dst_ip;
+	uint16_t src_port, dst_port;
+	uint8_t src_mac[6];
+};
+
+/* Checks everything listed in enum wire_err; on WIRE_OK fills p. Never reads past len. */
+enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p);
+
+/* One's-complement sum helpers, exposed for tests. */
+uint16_t wire_ip_csum(const void *hdr, size_t len);
+
+#endif

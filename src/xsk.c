@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * AF_XDP sockets through libxdp's ring helpers. Half of the UMEM's frames live on the fill ring
+ * (receive), the other half in the pool for transmit. The XDP program is ours (steer.c), so
+ * libxdp is told not to load its own, and the socket is entered into our XSKMAP by hand.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/if_xdp.h>
+#include <bpf/bpf.h>
+
+#include "xsk.h"
+
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9 /* kernel 6.15+; Debian 12's headers predate it */
+#endif
+
+static int fill_all(struct xsk_port *p)
+{
+	uint32_t want = p->ring_size, idx, i;
+	uint64_t addr;
+
+	if (xsk_ring_prod__reserve(&p->fill, want, &idx) != want) {
+		return -ENOSPC;
+	}
+	for (i = 0; i < want; i++) {
+		if (frame_pool_get(&p->pool, &addr, 1) != 1) {
+			return -ENOMEM;
+		}
+		*xsk_ring_prod__fill_addr(&p->fill, idx + i) = addr;
+	}
+	xsk_ring_prod__submit(&p->fill, want);
+	return 0;
+}
+
+static int bind_socket(struct xsk_port *p, const char *ifname, int queue, uint16_t mode_flag)
+{
+	struct xsk_socket_config cfg = {
+		.rx_size = p->ring_size,
+		.tx_size = p->ring_size,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.bind_flags = XDP_USE_NEED_WAKEUP | mode_flag,
+	};
+
+	return xsk_socket__create(&p->xsk, ifname, (uint32_t)queue, p->umem, &p->rx, &p->tx, &cfg);
+}
+
+static const char *bind_hint(int err)
+{
+	switch (err) {
+	case EBUSY:
+		return " (another AF_XDP socket, perhaps another harp process, holds this queue)";
+	case EINVAL:
+		return " (the queue does not exist: check `ethtool -l`)";
+	case EPERM:
+	case EACCES:
+		return " (needs CAP_NET_RAW)";
+	default:
+		return "";
+	}
+}
+
+static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bind_mode)
+{
+	int err;
+
+	if (bind_mode != HARP_BIND_COPY) {
+		err = bind_socket(p, ifname, queue, XDP_ZEROCOPY);
+		if (!err) {
+			p->zerocopy = true;
+			return 0;
+		}
+		if (bind_mode == HARP_BIND_ZEROCOPY || (err != -EOPNOTSUPP && err != -EPROTONOSUPPORT)) {
+			pr_err("xsk: zero-copy bind of %s queue %d failed: %s%s", ifname, queue,
+			       strerror(-err), bind_hint(-err));
+			return err;
+		}
+		pr_info("xsk: %s queue %d has no zero-copy support; using copy mode", ifname, queue);
+	}
+	err = bind_socket(p, ifname, queue, XDP_COPY);
+	if (err) {
+		pr_err("xsk: bind of %s queue %d failed: %s%s", ifname, queue, strerror(-err),
+		       bind_hint(-err));
+	}
+	return err;
+}
+
+int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
+		  const struct harp_params *params, int xsks_map_fd)
+{
+	uint32_t nframes = (uint32_t)params->frame_count, fsize = (uint32_t)params->frame_size;
+	struct xsk_umem_config ucfg = {
+		.fill_size = nframes / 2,
+		.comp_size = nframes / 2,
+		.frame_size = fsize,
+		.frame_headroom = 0,
+	};
+	int budget, err, fd;
+
+	memset(p, 0, sizeof(*p));
+	p->queue = queue;
+	p->ring_size = nframes / 2;
+	err = umem_area_alloc(&p->area, (size_t)nframes * fsize, params->hugepages);
+	if (err) {
+		return err;
+	}
+	err = frame_pool_init(&p->pool, nframes, fsize);
+	if (err) {
+		goto err_area;
+	}
+	err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill, &p->comp,
+			       &ucfg);
+	if (err) {
+		pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s", nframes,
+		       ifname, queue, strerror(-err));
+		goto err_pool;
+	}
+	err = open_socket(p, ifname, queue, params->bind_mode);
+	if (err) {
+		goto err_umem;
+	}
+	p->fd = xsk_socket__fd(p->xsk);
+	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */
+	budget = (int)p->ring_size;
+	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
+		pr_debug("xsk: XDP_MAX_TX_SKB_BUDGET not accepted: %s", strerror(errno));
+	}
+	err = fill_all(p);
+	if (err) {
+		pr_err("xsk: cannot fill the fill ring of %s queue %d: %s", ifname, queue,
+		       strerror(-err));
+		goto err_socket;
+	}
+	fd = p->fd;
+	if (bpf_map_update_elem(xsks_map_fd, &queue, &fd, 0)) {
+		err = -errno;
+		pr_err("xsk: entering the socket of %s queue %d in the XSKMAP failed: %s", ifname,
+		       queue, strerror(errno));
+		goto err_socket;
+	}
+	return 0;
+
+err_socket:
+	xsk_socket__delete(p->xsk);
+err_umem:
+	xsk_umem__delete(p->umem);
+err_pool:
+	frame_pool_fini(&p->pool);
+err_area:
+	umem_area_free(&p->area);
+	return err;
+}
+
+void xsk_port_close(struct xsk_port *p, int xsks_map_fd)
+{
+	if (!p || !p->xsk) {
+		return;
+	}
+	if (xsks_map_fd >= 0) {
+		bpf_map_delete_elem(xsks_map_fd, &p->queue);
+	}
+	xsk_socket__delete(p->xsk);
+	xsk_umem__delete(p->umem);
+	frame_pool_fini(&p->pool);
+	umem_area_free(&p->area);
+	memset(p, 0, sizeof(*p));
+}
+
+uint32_t xsk_port_reclaim(struct xsk_port *p)
+{
+	uint32_t idx, n, i;
+	uint64_t addrs[64];
+
+	n = xsk_ring_cons__peek(&p->comp, ARRAY_SIZE(addrs), &idx);
+	for (i = 0; i < n; i++) {
+		addrs[i] = *xsk_ring_cons__comp_addr(&p->comp, idx + i);
+	}
+	if (n) {
+		xsk_ring_cons__release(&p->comp, n);
+		frame_pool_put(&p->pool, addrs, n);
+	}
+	return n;
+}
+
+int xsk_port_kick(struct xsk_port *p)
+{
+	if (!p->tx_pending || !xsk_ring_prod__needs_wakeup(&p->tx)) {
+		p->tx_pending = 0;
+		return 0;
+	}
+	p->kicks++;
+	if (sendto(p->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
+		/* EAGAIN/EBUSY/ENOBUFS: the kernel is still working through the ring. */
+		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+			p->kick_errors++;
+			return -errno;
+		}
+		return 0; /* keep tx_pending: kick again next round */
+	}
+	p->tx_pending = 0;
+	return 0;
+}
+
+int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st)
+{
+	struct xdp_statistics xs;
+	socklen_t len = sizeof(xs);
+
+	memset(&xs, 0, sizeof(xs));
+	if (getsockopt(p->fd, SOL_XDP, XDP_STATISTICS, &xs, &len)) {
+		return -errno;
+	}
+	st->xdp_rx_dropped = xs.rx_dropped;
+	st->xdp_rx_invalid_descs = xs.rx_invalid_descs;
+	st->xdp_tx_invalid_descs = xs.tx_invalid_descs;
+	if (len >= sizeof(xs)) {
+		st->xdp_rx_ring_full = xs.rx_ring_full;
+		st->xdp_rx_fill_ring_empty = xs.rx_fill_ring_empty_descs;
+		st->xdp_tx_ring_empty = xs.tx_ring_empty_descs;
+	}
+	return 0;
+}

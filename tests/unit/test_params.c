@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * params.c: every default, the strict parser (valid and invalid values of each type), the
+ * environment loader with its refusal of unknown HARP_* names, the cross-field checks, and that
+ * each error line names the variable, the value and what is accepted.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+#define ERR_LEN 256
+
+/* Removes every HARP_* variable, so the tests see only what they set. */
+static void env_clear_harp(void)
+{
+	char name[128];
+	const char *eq;
+	size_t len;
+	int again = 1;
+	char **e;
+
+	while (again) {
+		again = 0;
+		for (e = environ; e && *e; e++) {
+			if (strncmp(*e, "HARP_", 5) != 0) {
+				continue;
+			}
+			eq = strchr(*e, '=');
+			len = eq ? (size_t)(eq - *e) : strlen(*e);
+			assert_true(len < sizeof(name));
+			memcpy(name, *e, len);
+			name[len] = '\0';
+			unsetenv(name);
+			again = 1; /* environ may have moved: start over */
+			break;
+		}
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	env_clear_harp();
+	return 0;
+}
+
+static void test_defaults(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	memset(&p, 0xa5, sizeof(p));
+	params_defaults(&p);
+	assert_string_equal(p.ifname, "");
+	assert_int_equal(p.queues, 1);
+	assert_int_equal(p.port_base, 47000);
+	assert_int_equal(p.port_count, 64);
+	assert_int_equal(p.frame_size, 4096);
+	assert_int_equal(p.frame_count, 8192);
+	assert_int_equal(p.mtu, 0);
+	assert_int_equal(p.log_level, HARP_LOG_WARN);
+	assert_int_equal(p.hugepages, HARP_HUGEPAGES_AUTO);
+	assert_int_equal(p.bind_mode, HARP_BIND_AUTO);
+	assert_int_equal(p.xdp_mode, HARP_XDP_NATIVE);
+	assert_int_equal(p.peer_timeout_ms, 10000);
+	assert_int_equal(p.connect_timeout_ms, 10000);
+	assert_int_equal(p.cwnd_max, 1024);
+	assert_int_equal(p.fault_drop_ppm, 0);
+	assert_int_equal(p.fault_seed, 1);
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+}
+
+static void test_int_valid(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN];
+
+	(void)state;
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "1", err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 1);
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "64", err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 64);
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "007", err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 7);
+	assert_int_equal(params_set(&p, "HARP_MTU", "0", err, sizeof(err)), 0);
+	assert_int_equal(p.mtu, 0);
+	assert_int_equal(params_set(&p, "HARP_FAULT_SEED", "2147483647", err, sizeof(err)), 0);
+	assert_int_equal(p.fault_seed, 2147483647);
+	assert_int_equal(params_set(&p, "HARP_PEER_TIMEOUT_MS", "3600000", err, sizeof(err)), 0);
+	assert_int_equal(p.peer_timeout_ms, 3600000);
+}
+
+static void check_int_invalid(const char *name, const char *value, const char *range)
+{
+	struct harp_params p, before;
+	char err[ERR_LEN] = "";
+	char want[ERR_LEN];
+
+	params_defaults(&p);
+	before = p;
+	assert_int_equal(params_set(&p, name, value, err, sizeof(err)), -EINVAL);
+	/* a refused value leaves the parameter as it was */
+	assert_memory_equal(&p, &before, sizeof(p));
+	snprintf(want, sizeof(want), "%s=%s is invalid: expected an integer in %s (", name, value,
+		 range);
+	assert_true(strncmp(err, want, strlen(want)) == 0);
+	assert_null(strchr(err, '\n'));
+}
+
+static void test_int_invalid(void **state)
+{
+	(void)state;
+	check_int_invalid("HARP_QUEUES", "", "1..64");
+	check_int_invalid("HARP_QUEUES", "abc", "1..64");
+	check_int_invalid("HARP_QUEUES", "4abc", "1..64");
+	check_int_invalid("HARP_QUEUES", "4 ", "1..64");
+	check_int_invalid("HARP_QUEUES", " 4", "1..64");
+	check_int_invalid("HARP_QUEUES", "+4", "1..64");
+	check_int_invalid("HARP_QUEUES", "-", "1..64");
+	check_int_invalid("HARP_QUEUES", "0x4", "1..64");
+	check_int_invalid("HARP_QUEUES", "4k", "1..64");
+	check_int_invalid("HARP_QUEUES", "4.0", "1..64");
+	check_int_invalid("HARP_QUEUES", "0", "1..64");
+	check_int_invalid("HARP_QUEUES", "65", "1..64");
+	check_int_invalid("HARP_QUEUES", "-1", "1..64");
+	check_int_invalid("HARP_QUEUES", "99999999999", "1..64");
+	check_int_invalid("HARP_QUEUES", "99999999999999999999999", "1..64");
+	check_int_invalid("HARP_QUEUES", "-99999999999999999999999", "1..64");
+	check_int_invalid("HARP_PORT_BASE", "1023", "1024..65472");
+	check_int_invalid("HARP_PORT_BASE", "65473", "1024..65472");
+	check_int_invalid("HARP_FAULT_SEED", "2147483648", "0..2147483647");
+	check_int_invalid("HARP_FAULT_SEED", "4294967297", "0..2147483647");
+	check_int_invalid("HARP_MTU", "-1", "0..3800");
+}
+
+static void test_error_text(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN];
+	char tiny[8];
+
+	(void)state;
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "abc", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "HARP_QUEUES=abc is invalid: expected an integer in 1..64 "
+				 "(Queues 0..N-1 to run one engine each on)");
+	/* a short buffer truncates, never overflows */
+	memset(tiny, 'x', sizeof(tiny));
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "abc", tiny, sizeof(tiny)), -EINVAL);
+	assert_string_equal(tiny, "HARP_QU");
+	/* no buffer at all is allowed */
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "abc", NULL, 0), -EINVAL);
+}
+
+static void test_str(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_IFNAME", "eth0", err, sizeof(err)), 0);
+	assert_string_equal(p.ifname, "eth0");
+	assert_int_equal(params_set(&p, "HARP_IFNAME", "abcdefghijklmno", err, sizeof(err)), 0);
+	assert_string_equal(p.ifname, "abcdefghijklmno");
+	assert_int_equal(params_set(&p, "HARP_IFNAME", "", err, sizeof(err)), 0);
+	assert_string_equal(p.ifname, "");
+
+	assert_int_equal(params_set(&p, "HARP_IFNAME", "eth1", err, sizeof(err)), 0);
+	assert_int_equal(params_set(&p, "HARP_IFNAME", "abcdefghijklmnop", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(p.ifname, "eth1");
+	assert_non_null(strstr(err, "HARP_IFNAME=abcdefghijklmnop is invalid"));
+	assert_non_null(strstr(err, "15"));
+}
+
+static void test_enum(void **state)
+{
+	struct harp_params p, before;
+	char err[ERR_LEN] = "";
+	static const char *const bad[] = { "", "ON", "On", "on ", " on", "o", "onn", "auto|on",
+					   "1", "|" };
+	size_t i;
+
+	(void)state;
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_HUGEPAGES", "on", err, sizeof(err)), 0);
+	assert_int_equal(p.hugepages, HARP_HUGEPAGES_ON);
+	assert_int_equal(params_set(&p, "HARP_HUGEPAGES", "off", err, sizeof(err)), 0);
+	assert_int_equal(p.hugepages, HARP_HUGEPAGES_OFF);
+	assert_int_equal(params_set(&p, "HARP_HUGEPAGES", "auto", err, sizeof(err)), 0);
+	assert_int_equal(p.hugepages, HARP_HUGEPAGES_AUTO);
+	assert_int_equal(params_set(&p, "HARP_BIND_MODE", "zerocopy", err, sizeof(err)), 0);
+	assert_int_equal(p.bind_mode, HARP_BIND_ZEROCOPY);
+	assert_int_equal(params_set(&p, "HARP_BIND_MODE", "copy", err, sizeof(err)), 0);
+	assert_int_equal(p.bind_mode, HARP_BIND_COPY);
+	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "skb", err, sizeof(err)), 0);
+	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
+	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "native", err, sizeof(err)), 0);
+	assert_int_equal(p.xdp_mode, HARP_XDP_NATIVE);
+	assert_int_equal(params_set(&p, "HARP_LOG_LEVEL", "error", err, sizeof(err)), 0);
+	assert_int_equal(p.log_level, HARP_LOG_ERROR);
+	assert_int_equal(params_set(&p, "HARP_LOG_LEVEL", "debug", err, sizeof(err)), 0);
+	assert_int_equal(p.log_level, HARP_LOG_DEBUG);
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		before = p;
+		assert_int_equal(params_set(&p, "HARP_HUGEPAGES", bad[i], err, sizeof(err)),
+				 -EINVAL);
+		assert_memory_equal(&p, &before, sizeof(p));
+		assert_true(strncmp(err, "HARP_HUGEPAGES=", 15) == 0);
+		assert_non_null(strstr(err, "expected one of auto|on|off"));
+	}
+}
+
+static void test_unknown_name(void **state)
+{
+	struct harp_params p, before;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	params_defaults(&p);
+	before = p;
+	assert_int_equal(params_set(&p, "HARP_QUEUS", "4", err, sizeof(err)), -ENOENT);
+	assert_memory_equal(&p, &before, sizeof(p));
+	assert_non_null(strstr(err, "HARP_QUEUS"));
+	/* names are exact: no case folding */
+	assert_int_equal(params_set(&p, "harp_queues", "4", err, sizeof(err)), -ENOENT);
+}
+
+static void test_load_env(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 1);
+
+	setenv("HARP_QUEUES", "4", 1);
+	setenv("HARP_XDP_MODE", "skb", 1);
+	setenv("HARP_IFNAME", "veth0", 1);
+	setenv("NOT_HARP_X", "1", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 4);
+	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
+	assert_string_equal(p.ifname, "veth0");
+	assert_int_equal(p.port_base, 47000);
+	unsetenv("NOT_HARP_X");
+
+	setenv("HARP_PORT_COUNT", "9x", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "HARP_PORT_COUNT=9x is invalid", 29) == 0);
+	unsetenv("HARP_PORT_COUNT");
+
+	/* set but empty is a value too, and an invalid one for an integer */
+	setenv("HARP_MTU", "", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "HARP_MTU= is invalid", 20) == 0);
+	unsetenv("HARP_MTU");
+	env_clear_harp();
+}
+
+static void test_load_env_unknown(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	setenv("HARP_QUEUES", "2", 1);
+	setenv("HARP_QUEUS", "4", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "unknown setting HARP_QUEUS; see harp-params --dump");
+	unsetenv("HARP_QUEUS");
+
+	setenv("HARP_", "1", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown setting HARP_;"));
+	unsetenv("HARP_");
+
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 2);
+	env_clear_harp();
+}
+
+static void check_validate_fails(const struct harp_params *p, const char *prefix)
+{
+	char err[ERR_LEN] = "";
+
+	assert_int_equal(params_validate(p, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, prefix, strlen(prefix)) == 0);
+	assert_null(strchr(err, '\n'));
+}
+
+static void test_validate(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "";
+
+	(void)state;
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_FRAME_COUNT", "3000", err, sizeof(err)), 0);
+	check_validate_fails(&p, "HARP_FRAME_COUNT=3000 is invalid: expected a power of two");
+	assert_int_equal(params_set(&p, "HARP_FRAME_COUNT", "512", err, sizeof(err)), 0);
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+	assert_int_equal(params_set(&p, "HARP_FRAME_COUNT", "262144", err, sizeof(err)), 0);
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+
+	assert_int_equal(params_set(&p, "HARP_FRAME_SIZE", "3000", err, sizeof(err)), 0);
+	check_validate_fails(&p, "HARP_FRAME_SIZE=3000 is invalid: expected 2048 or 4096");
+	assert_int_equal(params_set(&p, "HARP_FRAME_SIZE", "2048", err, sizeof(err)), 0);
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "8", err, sizeof(err)), 0);
+	assert_int_equal(params_set(&p, "HARP_PORT_COUNT", "4", err, sizeof(err)), 0);
+	check_validate_fails(&p, "HARP_QUEUES=8 is invalid with HARP_PORT_COUNT=4");
+	assert_int_equal(params_set(&p, "HARP_PORT_COUNT", "8", err, sizeof(err)), 0);
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+
+	/* the highest base with the most ports ends exactly at 65535 */
+	assert_int_equal(params_set(&p, "HARP_PORT_BASE", "65472", err, sizeof(err)), 0);
+	assert_int_equal(params_set(&p, "HARP_PORT_COUNT", "64", err, sizeof(err)), 0);
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+}
+
+/* Values written straight into the struct (from harp_ctx_opts) are range-checked too. */
+static void test_validate_fields(void **state)
+{
+	struct harp_params p;
+
+	(void)state;
+	params_defaults(&p);
+	p.queues = 0;
+	check_validate_fails(&p, "HARP_QUEUES=0 is invalid: expected an integer in 1..64");
+	params_defaults(&p);
+	p.port_base = 65500;
+	check_validate_fails(&p, "HARP_PORT_BASE=65500 is invalid");
+	params_defaults(&p);
+	p.mtu = 9000;
+	check_validate_fails(&p, "HARP_MTU=9000 is invalid");
+	params_defaults(&p);
+	p.xdp_mode = 2;
+	check_validate_fails(&p, "HARP_XDP_MODE=");
+	params_defaults(&p);
+	memset(p.ifname, 'a', sizeof(p.ifname));
+	check_validate_fails(&p, "HARP_IFNAME is invalid");
+}
+
+static char *capture(void (*fn)(const struct harp_params *p, FILE *out),
+		     const struct harp_params *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	fn(p, out);
+	fclose(out);
+	return buf;
+}
+
+static void markdown(const struct harp_params *p, FILE *out)
+{
+	(void)p;
+	params_dump_markdown(out);
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++) {
+		n += *s == '\n';
+	}
+	return n;
+}
+
+static void test_dump(void **state)
+{
+	static const char *const names[] = {
+		"HARP_IFNAME", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
+		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_LOG_LEVEL",
+		"HARP_HUGEPAGES", "HARP_BIND_MODE", "HARP_XDP_MODE", "HARP_PEER_TIMEOUT_MS",
+		"HARP_CONNECT_TIMEOUT_MS", "HARP_CWND_MAX", "HARP_FAULT_DROP_PPM",
+		"HARP_FAULT_SEED",
+	};
+	struct harp_params p;
+	char err[ERR_LEN];
+	char *text;
+	size_t i;
+
+	(void)state;
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_QUEUES", "3", err, sizeof(err)), 0);
+	assert_int_equal(params_set(&p, "HARP_BIND_MODE", "copy", err, sizeof(err)), 0);
+	text = capture(params_dump, &p);
+	assert_int_equal(count_lines(text), ARRAY_SIZE(names));
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		assert_non_null(strstr(text, names[i]));
+	}
+	assert_non_null(strstr(text, "HARP_QUEUES=3 "));
+	assert_non_null(strstr(text, "HARP_BIND_MODE=copy "));
+	assert_non_null(strstr(text, "auto|zerocopy|copy"));
+	free(text);
+
+	text = capture(markdown, &p);
+	assert_int_equal(count_lines(text), ARRAY_SIZE(names) + 2);
+	assert_true(strncmp(text, "| Variable | Default | Accepted | Meaning |\n", 43) == 0);
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		assert_non_null(strstr(text, names[i]));
+	}
+	/* the table shows defaults, not p */
+	assert_non_null(strstr(text, "| `HARP_QUEUES` | `1` | 1..64 |"));
+	/* a bare '|' inside a cell would break the table */
+	assert_non_null(strstr(text, "`auto`, `zerocopy`, `copy`"));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_defaults, setup),
+		cmocka_unit_test_setup(test_int_valid, setup),
+		cmocka_unit_test_setup(test_int_invalid, setup),
+		cmocka_unit_test_setup(test_error_text, setup),
+		cmocka_unit_test_setup(test_str, setup),
+		cmocka_unit_test_setup(test_enum, setup),
+		cmocka_unit_test_setup(test_unknown_name, setup),
+		cmocka_unit_test_setup(test_load_env, setup),
+		cmocka_unit_test_setup(test_load_env_unknown, setup),
+		cmocka_unit_test_setup(test_validate, setup),
+		cmocka_unit_test_setup(test_validate_fields, setup),
+		cmocka_unit_test_setup(test_dump, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

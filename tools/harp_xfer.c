@@ -1,0 +1,611 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * harp-xfer: moves verified messages between two processes over harp. The server listens (one
+ * listener per connection, as NCCL does) and writes the handles to a file; the client reads the
+ * file and connects. Each message's bytes are a window into a pseudo-random pattern both sides
+ * derive from the same seed, so the receiver checks every byte with memcmp and the sender never
+ * regenerates data. Up to --window messages per connection and direction are in flight, the
+ * way NCCL pipelines its slots.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harp/harp.h"
+
+#define MAX_SIZES 32
+#define MAX_CONNS 256
+#define PATTERN_SLACK 4096
+#define WINDOW_MAX 16
+
+struct opts {
+	bool server;
+	const char *ifname, *handle_file;
+	int queues, conns, count, window, timeout_s;
+	bool bidir, quiet;
+	uint64_t sizes[MAX_SIZES];
+	int nsizes;
+	uint64_t total;
+};
+
+/* One direction of one connection. */
+struct flow {
+	int nmsgs;
+	int posted, completed;
+	struct harp_req *reqs[WINDOW_MAX];
+	int req_msg[WINDOW_MAX];
+	uint8_t *bufs[WINDOW_MAX]; /* receive side */
+};
+
+struct xconn {
+	struct harp_listener *listener;
+	struct harp_conn *conn;
+	int id;
+	bool up;
+	struct flow tx, rx;
+};
+
+struct run {
+	struct opts o;
+	struct harp_ctx *ctx;
+	struct xconn *xc;
+	uint8_t *pattern[2]; /* by direction: 0 client->server, 1 server->client */
+	uint64_t max_size;
+	uint64_t verified_bytes, sent_bytes, verified_msgs;
+	int failed;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s) {
+		return -1;
+	}
+	switch (*end) {
+	case 'K':
+	case 'k':
+		v <<= 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		v <<= 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end) {
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_sizes(struct opts *o, char *list)
+{
+	char *tok, *save = NULL;
+
+	o->nsizes = 0;
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes == MAX_SIZES || parse_size(tok, &o->sizes[o->nsizes])) {
+			fprintf(stderr, "harp-xfer: bad --sizes entry '%s'\n", tok);
+			return -1;
+		}
+		o->nsizes++;
+	}
+	return o->nsizes ? 0 : -1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: harp-xfer server|client --ifname IF --handle-file PATH [--queues N]\n"
+		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
+		"       [--total BYTES] [--timeout SEC] [--quiet]\n");
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "ifname", required_argument, 0, 'i' }, { "handle-file", required_argument, 0, 'f' },
+		{ "queues", required_argument, 0, 'q' }, { "conns", required_argument, 0, 'c' },
+		{ "sizes", required_argument, 0, 's' },	 { "count", required_argument, 0, 'n' },
+		{ "window", required_argument, 0, 'w' }, { "bidir", no_argument, 0, 'b' },
+		{ "total", required_argument, 0, 't' },	 { "timeout", required_argument, 0, 'T' },
+		{ "quiet", no_argument, 0, 'Q' },	 { 0, 0, 0, 0 },
+	};
+	char sizes_default[] = "1M";
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->queues = 1;
+	o->conns = 1;
+	o->count = 1;
+	o->window = 8;
+	o->timeout_s = 120;
+	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		usage();
+		return -1;
+	}
+	o->server = !strcmp(argv[1], "server");
+	parse_sizes(o, sizes_default);
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i': o->ifname = optarg; break;
+		case 'f': o->handle_file = optarg; break;
+		case 'q': o->queues = atoi(optarg); break;
+		case 'c': o->conns = atoi(optarg); break;
+		case 's':
+			if (parse_sizes(o, optarg)) {
+				return -1;
+			}
+			break;
+		case 'n': o->count = atoi(optarg); break;
+		case 'w': o->window = atoi(optarg); break;
+		case 'b': o->bidir = true; break;
+		case 't':
+			if (parse_size(optarg, &o->total)) {
+				fprintf(stderr, "harp-xfer: bad --total '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'T': o->timeout_s = atoi(optarg); break;
+		case 'Q': o->quiet = true; break;
+		default: usage(); return -1;
+		}
+	}
+	if (!o->ifname || !o->handle_file || o->conns < 1 || o->conns > MAX_CONNS ||
+	    o->count < 1 || o->window < 1 || o->window > WINDOW_MAX || o->queues < 1 ||
+	    o->timeout_s < 1) {
+		usage();
+		return -1;
+	}
+	if (o->total) {
+		/* Stream: 1 MiB messages adding up to --total per connection and direction. */
+		o->sizes[0] = 1 << 20;
+		o->nsizes = 1;
+		o->count = (int)((o->total + (1 << 20) - 1) >> 20);
+	}
+	return 0;
+}
+
+/* Message k of a flow: its size and where its bytes start in the pattern. */
+static uint64_t msg_size(const struct opts *o, int k)
+{
+	return o->sizes[k / o->count];
+}
+
+static const uint8_t *msg_bytes(const struct run *r, int dir, int conn, int k)
+{
+	return r->pattern[dir] + ((uint64_t)conn * 131 + (uint64_t)k * 17) % PATTERN_SLACK;
+}
+
+static uint8_t *make_pattern(uint64_t len, uint64_t seed)
+{
+	uint8_t *p = malloc(len);
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1, i;
+
+	if (!p) {
+		return NULL;
+	}
+	for (i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)(x >> 32);
+	}
+	return p;
+}
+
+/* ---- handles through a file ---------------------------------------------------------------- */
+
+static int write_handles(const struct run *r, const struct harp_handle *h)
+{
+	char tmp[4096];
+	FILE *f;
+	int i, j;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", r->o.handle_file, getpid());
+	f = fopen(tmp, "w");
+	if (!f) {
+		perror("harp-xfer: handle file");
+		return -1;
+	}
+	for (i = 0; i < r->o.conns; i++) {
+		for (j = 0; j < HARP_HANDLE_SIZE; j++) {
+			fprintf(f, "%02x", h[i].bytes[j]);
+		}
+		fputc('\n', f);
+	}
+	if (fclose(f) || rename(tmp, r->o.handle_file)) {
+		perror("harp-xfer: handle file");
+		return -1;
+	}
+	return 0;
+}
+
+static int read_handles(const struct run *r, struct harp_handle *h, double deadline)
+{
+	char line[2 * HARP_HANDLE_SIZE + 8];
+	FILE *f;
+	int i, j;
+	unsigned v;
+
+	while (!(f = fopen(r->o.handle_file, "r"))) {
+		if (now_s() > deadline) {
+			fprintf(stderr, "harp-xfer: no handle file %s\n", r->o.handle_file);
+			return -1;
+		}
+		usleep(10000);
+	}
+	for (i = 0; i < r->o.conns; i++) {
+		if (!fgets(line, sizeof(line), f) || strlen(line) < 2 * HARP_HANDLE_SIZE) {
+			fprintf(stderr, "harp-xfer: handle file has fewer than %d handles\n",
+				r->o.conns);
+			fclose(f);
+			return -1;
+		}
+		for (j = 0; j < HARP_HANDLE_SIZE; j++) {
+			sscanf(line + 2 * j, "%2x", &v);
+			h[i].bytes[j] = (uint8_t)v;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* ---- set-up ----------------------------------------------------------------------------------- */
+
+static int setup_conns(struct run *r, double deadline)
+{
+	struct harp_handle *h = calloc((size_t)r->o.conns, sizeof(*h));
+	int i, err, up = 0;
+
+	if (!h) {
+		return -ENOMEM;
+	}
+	for (i = 0; i < r->o.conns; i++) {
+		r->xc[i].id = i;
+		err = r->o.server ? harp_listen(r->ctx, &h[i], &r->xc[i].listener) : 0;
+		if (err) {
+			fprintf(stderr, "harp-xfer: listen: %s\n", strerror(-err));
+			goto out;
+		}
+	}
+	err = r->o.server ? write_handles(r, h) : read_handles(r, h, deadline);
+	if (err) {
+		goto out;
+	}
+	for (i = 0; !r->o.server && i < r->o.conns; i++) {
+		err = harp_connect(r->ctx, &h[i], &r->xc[i].conn);
+		if (err) {
+			fprintf(stderr, "harp-xfer: connect %d: %s\n", i, strerror(-err));
+			goto out;
+		}
+	}
+	while (up < r->o.conns) {
+		for (i = 0; i < r->o.conns; i++) {
+			struct xconn *x = &r->xc[i];
+
+			if (x->up) {
+				continue;
+			}
+			if (!x->conn) {
+				err = harp_listener__accept(x->listener, &x->conn);
+				if (err == -EAGAIN) {
+					continue;
+				}
+				if (err) {
+					fprintf(stderr, "harp-xfer: accept %d: %s\n", i,
+						strerror(-err));
+					goto out;
+				}
+			}
+			err = harp_conn__establish(x->conn);
+			if (err == -EAGAIN) {
+				continue;
+			}
+			if (err) {
+				fprintf(stderr, "harp-xfer: connection %d set-up: %s\n", i,
+					strerror(-err));
+				goto out;
+			}
+			x->up = true;
+			up++;
+			harp_listener__close(x->listener);
+			x->listener = NULL;
+		}
+		harp_ctx__progress(r->ctx);
+		if (now_s() > deadline) {
+			fprintf(stderr, "harp-xfer: set-up timed out (%d of %d up)\n", up,
+				r->o.conns);
+			err = -ETIMEDOUT;
+			goto out;
+		}
+	}
+	err = 0;
+out:
+	free(h);
+	return err;
+}
+
+/* ---- transfer --------------------------------------------------------------------------------- */
+
+static int post_send(struct run *r, struct xconn *x, int dir)
+{
+	struct flow *f = &x->tx;
+	int slot = f->posted % r->o.window, k = f->posted, err;
+	uint64_t len = msg_size(&r->o, k);
+
+	err = harp_conn__isend(x->conn, msg_bytes(r, dir, x->id, k), len, (uint32_t)k & 0xff, NULL,
+			       &f->reqs[slot]);
+	if (err == -EAGAIN) {
+		return 0;
+	}
+	if (err) {
+		fprintf(stderr, "harp-xfer: isend conn %d msg %d: %s\n", x->id, k, strerror(-err));
+		return err;
+	}
+	f->req_msg[slot] = k;
+	f->posted++;
+	return 0;
+}
+
+static int post_recv(struct run *r, struct xconn *x)
+{
+	struct flow *f = &x->rx;
+	int slot = f->posted % r->o.window, k = f->posted, err;
+	void *buf = f->bufs[slot];
+	size_t cap = msg_size(&r->o, k);
+	uint32_t tag = (uint32_t)k & 0xff;
+
+	err = harp_conn__irecv(x->conn, 1, &buf, &cap, &tag, NULL, &f->reqs[slot]);
+	if (err == -EAGAIN) {
+		return 0;
+	}
+	if (err) {
+		fprintf(stderr, "harp-xfer: irecv conn %d msg %d: %s\n", x->id, k, strerror(-err));
+		return err;
+	}
+	f->req_msg[slot] = k;
+	f->posted++;
+	return 0;
+}
+
+/* Tests the oldest outstanding request of a flow; verifies received bytes. */
+static int test_oldest(struct run *r, struct xconn *x, struct flow *f, bool is_rx, int dir)
+{
+	int slot = f->completed % r->o.window, done = 0, err, k;
+	size_t size = 0;
+	uint64_t want;
+
+	err = harp_req__test(f->reqs[slot], &done, &size);
+	if (err) {
+		fprintf(stderr, "harp-xfer: conn %d %s msg %d failed: %s\n", x->id,
+			is_rx ? "receive" : "send", f->req_msg[slot], strerror(-err));
+		return err;
+	}
+	if (!done) {
+		return 0;
+	}
+	k = f->req_msg[slot];
+	want = msg_size(&r->o, k);
+	if (size != want) {
+		fprintf(stderr, "harp-xfer: conn %d msg %d: %zu bytes, expected %" PRIu64 "\n", x->id,
+			k, size, want);
+		return -EBADMSG;
+	}
+	if (is_rx) {
+		if (memcmp(f->bufs[slot], msg_bytes(r, dir, x->id, k), size)) {
+			fprintf(stderr, "harp-xfer: conn %d msg %d: content differs\n", x->id, k);
+			return -EBADMSG;
+		}
+		r->verified_bytes += size;
+		r->verified_msgs++;
+	} else {
+		r->sent_bytes += size;
+	}
+	f->completed++;
+	return 1;
+}
+
+static int step_flow(struct run *r, struct xconn *x, struct flow *f, bool is_rx, int dir)
+{
+	int err;
+
+	while (f->posted < f->nmsgs && f->posted - f->completed < r->o.window) {
+		int before = f->posted;
+
+		err = is_rx ? post_recv(r, x) : post_send(r, x, dir);
+		if (err) {
+			return err;
+		}
+		if (f->posted == before) {
+			break;
+		}
+	}
+	while (f->completed < f->posted) {
+		err = test_oldest(r, x, f, is_rx, dir);
+		if (err <= 0) {
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int transfer(struct run *r, double deadline)
+{
+	int i, err, remaining;
+	int dir_tx = r->o.server ? 1 : 0, dir_rx = r->o.server ? 0 : 1;
+
+	do {
+		remaining = 0;
+		for (i = 0; i < r->o.conns; i++) {
+			struct xconn *x = &r->xc[i];
+
+			err = step_flow(r, x, &x->tx, false, dir_tx);
+			if (!err) {
+				err = step_flow(r, x, &x->rx, true, dir_rx);
+			}
+			if (err) {
+				return err;
+			}
+			remaining += (x->tx.nmsgs - x->tx.completed) + (x->rx.nmsgs - x->rx.completed);
+		}
+		harp_ctx__progress(r->ctx);
+		if (now_s() > deadline) {
+			fprintf(stderr, "harp-xfer: timed out with %d messages outstanding\n",
+				remaining);
+			return -ETIMEDOUT;
+		}
+	} while (remaining);
+	return 0;
+}
+
+static int plan(struct run *r)
+{
+	int i, j, nmsgs = r->o.nsizes * r->o.count;
+	bool sends = !r->o.server || r->o.bidir, recvs = r->o.server || r->o.bidir;
+
+	for (i = 0; i < r->o.nsizes; i++) {
+		if (r->o.sizes[i] > r->max_size) {
+			r->max_size = r->o.sizes[i];
+		}
+	}
+	r->pattern[0] = make_pattern(r->max_size + PATTERN_SLACK, 1);
+	r->pattern[1] = make_pattern(r->max_size + PATTERN_SLACK, 2);
+	r->xc = calloc((size_t)r->o.conns, sizeof(*r->xc));
+	if (!r->pattern[0] || !r->pattern[1] || !r->xc) {
+		return -ENOMEM;
+	}
+	for (i = 0; i < r->o.conns; i++) {
+		r->xc[i].tx.nmsgs = sends ? nmsgs : 0;
+		r->xc[i].rx.nmsgs = recvs ? nmsgs : 0;
+		for (j = 0; recvs && j < r->o.window; j++) {
+			r->xc[i].rx.bufs[j] = malloc(r->max_size ? r->max_size : 1);
+			if (!r->xc[i].rx.bufs[j]) {
+				return -ENOMEM;
+			}
+		}
+	}
+	return 0;
+}
+
+static void report(struct run *r, double secs, int rc)
+{
+	struct harp_conn_stats cs, sum = { 0 };
+	struct harp_queue_stats qs, qsum = { 0 };
+	struct harp_ctx_info info;
+	struct rusage ru;
+	double cpu;
+	int i;
+
+	for (i = 0; r->xc && i < r->o.conns; i++) {
+		if (r->xc[i].conn && !harp_conn__stats(r->xc[i].conn, &cs)) {
+			sum.retransmits += cs.retransmits;
+			sum.fast_retransmits += cs.fast_retransmits;
+			sum.timeouts += cs.timeouts;
+			sum.rx_duplicates += cs.rx_duplicates;
+			sum.rx_out_of_order += cs.rx_out_of_order;
+		}
+	}
+	for (i = 0; i < r->o.queues; i++) {
+		if (!harp_ctx__queue_stats(r->ctx, i, &qs)) {
+			qsum.rx_bad += qs.rx_bad;
+			qsum.rx_unknown_conn += qs.rx_unknown_conn;
+			qsum.xdp_rx_dropped += qs.xdp_rx_dropped;
+			qsum.xdp_steered = qs.xdp_steered;
+			qsum.xdp_no_socket = qs.xdp_no_socket;
+		}
+	}
+	harp_ctx__info(r->ctx, &info);
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	printf("role=%s\nresult=%s\nmode=%s\nmtu=%d\nqueues=%d\nconns=%d\n",
+	       r->o.server ? "server" : "client", rc ? "FAIL" : "ok", harp_mode_name(info.mode),
+	       info.mtu, info.queues, r->o.conns);
+	printf("verified_msgs=%" PRIu64 "\nverified_bytes=%" PRIu64 "\nsent_bytes=%" PRIu64 "\n",
+	       r->verified_msgs, r->verified_bytes, r->sent_bytes);
+	printf("seconds=%.3f\ngoodput_gbps=%.3f\ncpu_seconds=%.3f\n", secs,
+	       secs > 0 ? (double)(r->verified_bytes + r->sent_bytes) * 8 / secs / 1e9 : 0.0, cpu);
+	printf("retransmits=%" PRIu64 "\nfast_retransmits=%" PRIu64 "\ntimeouts=%" PRIu64 "\n",
+	       sum.retransmits, sum.fast_retransmits, sum.timeouts);
+	printf("rx_duplicates=%" PRIu64 "\nrx_out_of_order=%" PRIu64 "\n", sum.rx_duplicates,
+	       sum.rx_out_of_order);
+	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
+	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.xdp_rx_dropped);
+	printf("xdp_steered=%" PRIu64 "\nxdp_no_socket=%" PRIu64 "\n", qsum.xdp_steered,
+	       qsum.xdp_no_socket);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct harp_ctx_opts copts = { .sz = sizeof(copts) };
+	struct run r = { 0 };
+	double t0, t1, deadline;
+	int rc = 1, err, i, j;
+
+	if (parse_opts(&r.o, argc, argv)) {
+		return 1;
+	}
+	deadline = now_s() + r.o.timeout_s;
+	copts.ifname = r.o.ifname;
+	copts.queues = r.o.queues;
+	r.ctx = harp_ctx__create(&copts);
+	if (!r.ctx) {
+		fprintf(stderr, "harp-xfer: cannot start harp on %s: %s\n", r.o.ifname,
+			strerror(errno));
+		return 1;
+	}
+	err = plan(&r);
+	if (!err) {
+		err = setup_conns(&r, deadline);
+	}
+	t0 = now_s();
+	if (!err) {
+		err = transfer(&r, deadline);
+	}
+	t1 = now_s();
+	rc = err ? (err == -ETIMEDOUT ? 2 : 1) : 0;
+	report(&r, t1 - t0, rc);
+	for (i = 0; r.xc && i < r.o.conns; i++) {
+		harp_conn__close(r.xc[i].conn);
+		harp_listener__close(r.xc[i].listener);
+		for (j = 0; j < WINDOW_MAX; j++) {
+			free(r.xc[i].rx.bufs[j]);
+		}
+	}
+	harp_ctx__destroy(r.ctx);
+	free(r.xc);
+	free(r.pattern[0]);
+	free(r.pattern[1]);
+	return rc;
+}
