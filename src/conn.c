@@ -24,8 +24,8 @@
 
 #include "conn.h"
 
-#define RTO_INIT_US 10000
-#define RTO_MIN_US 5000
+#define RTO_INIT_US 20000
+#define RTO_MIN_US 10000
 #define RTO_MAX_US 2000000
 #define CWND_INIT 32
 #define CWND_MIN 4
@@ -206,6 +206,22 @@ static void detect_loss(struct harp_conn *c)
 	}
 }
 
+/*
+ * An ack echoing a packet sent before the last timeout means the "lost" packets were only late
+ * (a peer descheduled for a few milliseconds looks exactly like loss): put the window back.
+ */
+static void undo_spurious_timeout(struct harp_conn *c, uint32_t ts_echo)
+{
+	if (!c->rto_undo_armed) {
+		return;
+	}
+	c->rto_undo_armed = false;
+	if ((int32_t)(ts_echo - c->rto_at_us) < 0) {
+		c->cc = c->cc_before_rto;
+		c->stats.spurious_timeouts++;
+	}
+}
+
 static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, uint32_t ts_echo,
 		   uint64_t now)
 {
@@ -254,6 +270,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 	}
 	if (sack) {
 		rtt_sample(&c->rtt, (uint32_t)(now / 1000) - ts_echo);
+		undo_spurious_timeout(c, ts_echo);
 	}
 	cc_on_ack(&c->cc, newly, c->snd_una, &c->rtt, now);
 	c->rto_base_ns = now;
@@ -448,6 +465,11 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 			queue_rtx(c, rec, psn);
 		}
 	}
+	if (!c->rto_undo_armed) {
+		c->cc_before_rto = c->cc;
+		c->rto_undo_armed = true;
+	}
+	c->rto_at_us = (uint32_t)(now / 1000);
 	cc_on_timeout(&c->cc, c->snd_nxt);
 	rtt_backoff(&c->rtt);
 	c->rto_base_ns = now;

@@ -148,6 +148,9 @@ struct harp_conn {
 	uint32_t highest_acked;			 /* one past the highest psn acked */
 	struct rtt_est rtt;
 	struct cc cc;
+	struct cc cc_before_rto; /* restored if the timeout proves spurious */
+	uint32_t rto_at_us;	  /* when the last timeout fired (our ts clock) */
+	bool rto_undo_armed;
 	uint64_t rto_base_ns; /* retransmission timer runs from here */
 	uint64_t last_ack_ns; /* last ack that acknowledged something new */
 	/* receiver */

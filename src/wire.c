@@ -14,19 +14,42 @@
 #define ETH_P_VLAN 0x8100
 #define IPPROTO_UDP_NUM 17
 
+/*
+ * One's-complement sum of len bytes, as a 16-bit big-endian sum folded into 32 bits. It adds
+ * 32-bit words in native order into a 64-bit accumulator (the one's-complement sum does not care
+ * about byte order until the end, RFC 1071), which is several times faster than 16 bits at a
+ * time over a 1.4-3.4 KB payload.
+ */
 static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
+	uint64_t acc = 0;
+	uint32_t w;
+	uint16_t h;
 
-	while (len >= 2) {
-		sum += (uint32_t)(p[0] << 8 | p[1]);
+	while (len >= 4) {
+		memcpy(&w, p, 4);
+		acc += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&h, p, 2);
+		acc += h;
 		p += 2;
 		len -= 2;
 	}
 	if (len) {
-		sum += (uint32_t)(p[0] << 8);
+		uint8_t last[2] = { p[0], 0 };
+
+		memcpy(&h, last, 2);
+		acc += h;
 	}
-	return sum;
+	while (acc >> 16) {
+		acc = (acc & 0xffff) + (acc >> 16);
+	}
+	/* acc holds the sum in memory (network) order; turn it into a host-order value */
+	return sum + ntohs((uint16_t)acc);
 }
 
 static uint16_t csum_fold(uint32_t sum)

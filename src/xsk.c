@@ -112,8 +112,10 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill, &p->comp,
 			       &ucfg);
 	if (err) {
-		pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s", nframes,
-		       ifname, queue, strerror(-err));
+		pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s%s", nframes,
+		       ifname, queue, strerror(-err),
+		       err == -EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" :
+		       err == -ENOMEM || err == -ENOBUFS ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
 		goto err_pool;
 	}
 	err = open_socket(p, ifname, queue, params->bind_mode);

@@ -512,6 +512,8 @@ static int plan(struct run *r)
 			if (!r->xc[i].rx.bufs[j]) {
 				return -ENOMEM;
 			}
+			/* fault the pages in now, not during the timed transfer */
+			memset(r->xc[i].rx.bufs[j], 0, r->max_size);
 		}
 	}
 	return 0;
@@ -531,8 +533,12 @@ static void report(struct run *r, double secs, int rc)
 			sum.retransmits += cs.retransmits;
 			sum.fast_retransmits += cs.fast_retransmits;
 			sum.timeouts += cs.timeouts;
+			sum.spurious_timeouts += cs.spurious_timeouts;
 			sum.rx_duplicates += cs.rx_duplicates;
 			sum.rx_out_of_order += cs.rx_out_of_order;
+			sum.cwnd = cs.cwnd;
+			sum.srtt_us = cs.srtt_us;
+			sum.rto_us = cs.rto_us;
 		}
 	}
 	for (i = 0; i < r->o.queues; i++) {
@@ -540,6 +546,9 @@ static void report(struct run *r, double secs, int rc)
 			qsum.rx_bad += qs.rx_bad;
 			qsum.rx_unknown_conn += qs.rx_unknown_conn;
 			qsum.xdp_rx_dropped += qs.xdp_rx_dropped;
+			qsum.xdp_rx_ring_full += qs.xdp_rx_ring_full;
+			qsum.xdp_rx_fill_ring_empty += qs.xdp_rx_fill_ring_empty;
+			qsum.tx_ring_full += qs.tx_ring_full;
 			qsum.xdp_steered = qs.xdp_steered;
 			qsum.xdp_no_socket = qs.xdp_no_socket;
 		}
@@ -557,10 +566,16 @@ static void report(struct run *r, double secs, int rc)
 	       secs > 0 ? (double)(r->verified_bytes + r->sent_bytes) * 8 / secs / 1e9 : 0.0, cpu);
 	printf("retransmits=%" PRIu64 "\nfast_retransmits=%" PRIu64 "\ntimeouts=%" PRIu64 "\n",
 	       sum.retransmits, sum.fast_retransmits, sum.timeouts);
+	printf("spurious_timeouts=%" PRIu64 "\n", sum.spurious_timeouts);
+	printf("last_cwnd=%u\nlast_srtt_us=%u\nlast_rto_us=%u\n", sum.cwnd, sum.srtt_us,
+	       sum.rto_us);
 	printf("rx_duplicates=%" PRIu64 "\nrx_out_of_order=%" PRIu64 "\n", sum.rx_duplicates,
 	       sum.rx_out_of_order);
 	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
 	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.xdp_rx_dropped);
+	printf("xdp_rx_ring_full=%" PRIu64 "\nxdp_fill_ring_empty=%" PRIu64
+	       "\ntx_ring_full=%" PRIu64 "\n",
+	       qsum.xdp_rx_ring_full, qsum.xdp_rx_fill_ring_empty, qsum.tx_ring_full);
 	printf("xdp_steered=%" PRIu64 "\nxdp_no_socket=%" PRIu64 "\n", qsum.xdp_steered,
 	       qsum.xdp_no_socket);
 	fflush(stdout);

@@ -151,6 +151,7 @@ struct harp_conn_stats {
 	uint64_t retransmits;		/* packets sent again, for any reason */
 	uint64_t fast_retransmits;	/* of those, triggered by selective acks */
 	uint64_t timeouts;		/* retransmission timer expiries */
+	uint64_t spurious_timeouts;	/* of those, undone: the originals were acked after all */
 	uint64_t rx_duplicates;		/* packets that arrived again and were dropped */
 	uint64_t rx_out_of_order;
 	uint64_t msgs_sent, msgs_received;

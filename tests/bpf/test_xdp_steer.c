@@ -1,0 +1,791 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * harp's XDP steering program, run by the kernel on crafted frames with BPF_PROG_TEST_RUN.
+ *
+ * The test moves itself into a private network namespace (unshare(CLONE_NEWNET)) and makes a veth
+ * pair there with 65 queues, so it can name real rx queues in the test run's context (the kernel
+ * refuses an rx_queue_index the ingress device does not have) and bind real AF_XDP sockets to
+ * them. Everything it creates goes away with the process.
+ *
+ * How the kernel reports a redirect: a plain test run executes the program and hands back its
+ * return value, but performs no redirect; XDP_REDIRECT there means bpf_redirect_map() found a
+ * socket in the XSKMAP at that queue. To see a frame really arrive, one run uses
+ * BPF_F_TEST_XDP_LIVE_FRAMES, where the kernel does carry out the verdict. Live runs present the
+ * frame on rx queue 0 of the ingress device whatever the context says, so the live check uses a
+ * socket bound to queue 0; the plain runs use queue 1 (socket bound), 2 (none bound) and 64 (past
+ * the map).
+ *
+ * Every run checks that exactly one counter moved, and that the frame comes back unchanged; the
+ * last test checks the per-CPU sums against the tally of every verdict expected.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* unshare() */
+#endif
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "harp_shared.h"
+#include "harp_xdp.skel.h"
+
+#define PORT_LO 47000
+#define PORT_HI 47063
+#define VETH_NAME "harpt0"
+#define VETH_PEER "harpt1"
+#define VETH_QUEUES 65 /* one more than the XSKMAP holds */
+
+#define Q_LIVE 0   /* socket bound; used by the live-frames run */
+#define Q_SOCKET 1 /* socket bound and in the map */
+#define Q_EMPTY 2  /* no socket in the map */
+#define Q_BEYOND 64
+
+/* Offsets of the headers in an untagged frame. */
+#define OFF_L3 14
+#define OFF_L4_4 (OFF_L3 + 20)
+#define OFF_L4_6 (OFF_L3 + 40)
+
+#define XSK_RING 4
+#define XSK_FRAME 4096
+
+#define ETH_P_IP4 0x0800
+#define ETH_P_IP6 0x86dd
+#define ETH_P_ARP_ 0x0806
+#define ETH_P_VLAN 0x8100
+#define ETH_P_QINQ 0x88a8
+
+/* An AF_XDP socket in copy mode with its own small UMEM; only the fill and rx rings are used. */
+struct test_xsk {
+	int fd;
+	uint8_t *umem;
+	uint8_t *fill, *rx;
+	size_t fill_len, rx_len;
+	struct xdp_mmap_offsets off;
+};
+
+static struct {
+	struct harp_xdp *skel;
+	int prog_fd, xsks_fd, counters_fd;
+	int ifindex;
+	int ncpus;
+	struct test_xsk xsk_live, xsk_q1;
+	uint64_t expect[HARP_XDP_COUNTER_MAX]; /* tally of every counter a run should have bumped */
+} env;
+
+/* ---- network namespace and veth -------------------------------------------------------------- */
+
+static struct rtattr *nl_put(struct nlmsghdr *n, unsigned short type, const void *data,
+			     size_t len)
+{
+	struct rtattr *rta = (struct rtattr *)((uint8_t *)n + NLMSG_ALIGN(n->nlmsg_len));
+
+	rta->rta_type = type;
+	rta->rta_len = (unsigned short)RTA_LENGTH(len);
+	if (len) {
+		memcpy(RTA_DATA(rta), data, len);
+	}
+	n->nlmsg_len = NLMSG_ALIGN(n->nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	return rta;
+}
+
+static void nl_nest_end(struct nlmsghdr *n, struct rtattr *nest)
+{
+	nest->rta_len = (unsigned short)((uint8_t *)n + n->nlmsg_len - (uint8_t *)nest);
+}
+
+static void nl_put_link(struct nlmsghdr *n, const char *name, uint32_t queues)
+{
+	nl_put(n, IFLA_IFNAME, name, strlen(name) + 1);
+	nl_put(n, IFLA_NUM_TX_QUEUES, &queues, sizeof(queues));
+	nl_put(n, IFLA_NUM_RX_QUEUES, &queues, sizeof(queues));
+}
+
+/* ip link add NAME numtxqueues Q numrxqueues Q type veth peer name PEER (same queues). */
+static int veth_create(const char *name, const char *peer, uint32_t queues)
+{
+	union {
+		struct nlmsghdr n;
+		uint8_t buf[1024];
+	} req = { 0 };
+	union {
+		struct nlmsghdr n;
+		uint8_t buf[1024];
+	} ans;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+	struct rtattr *linkinfo, *data, *peer_info;
+	struct nlmsgerr *ack;
+	ssize_t got;
+	int fd, err;
+
+	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(ifi));
+	req.n.nlmsg_type = RTM_NEWLINK;
+	req.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+	memcpy(NLMSG_DATA(&req.n), &ifi, sizeof(ifi));
+	nl_put_link(&req.n, name, queues);
+	linkinfo = nl_put(&req.n, IFLA_LINKINFO, NULL, 0);
+	nl_put(&req.n, IFLA_INFO_KIND, "veth", 5);
+	data = nl_put(&req.n, IFLA_INFO_DATA, NULL, 0);
+	peer_info = nl_put(&req.n, VETH_INFO_PEER, &ifi, sizeof(ifi));
+	nl_put_link(&req.n, peer, queues);
+	nl_nest_end(&req.n, peer_info);
+	nl_nest_end(&req.n, data);
+	nl_nest_end(&req.n, linkinfo);
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0) {
+		return -errno;
+	}
+	if (sendto(fd, &req, req.n.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		err = -errno;
+		goto close_fd;
+	}
+	got = recv(fd, &ans, sizeof(ans), 0);
+	if (got < 0) {
+		err = -errno;
+		goto close_fd;
+	}
+	if (!NLMSG_OK(&ans.n, (size_t)got) || ans.n.nlmsg_type != NLMSG_ERROR) {
+		err = -EPROTO;
+		goto close_fd;
+	}
+	ack = NLMSG_DATA(&ans.n);
+	err = ack->error; /* 0, or a negative errno */
+close_fd:
+	close(fd);
+	return err;
+}
+
+/* ---- AF_XDP ---------------------------------------------------------------------------------- */
+
+static int xsk_open(struct test_xsk *x, int ifindex, uint32_t queue)
+{
+	struct xdp_umem_reg reg = { 0 };
+	struct sockaddr_xdp sxdp = { 0 };
+	socklen_t optlen = sizeof(x->off);
+	int ring = XSK_RING;
+	uint64_t *fill_addrs;
+	uint32_t i;
+
+	x->umem = mmap(NULL, XSK_RING * XSK_FRAME, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (x->umem == MAP_FAILED) {
+		return -errno;
+	}
+	x->fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (x->fd < 0) {
+		return -errno;
+	}
+	reg.addr = (uintptr_t)x->umem;
+	reg.len = XSK_RING * XSK_FRAME;
+	reg.chunk_size = XSK_FRAME;
+	if (setsockopt(x->fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_UMEM_FILL_RING, &ring, sizeof(ring)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &ring, sizeof(ring)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_RX_RING, &ring, sizeof(ring)) ||
+	    getsockopt(x->fd, SOL_XDP, XDP_MMAP_OFFSETS, &x->off, &optlen)) {
+		return -errno;
+	}
+	x->fill_len = x->off.fr.desc + XSK_RING * sizeof(uint64_t);
+	x->fill = mmap(NULL, x->fill_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, x->fd,
+		       XDP_UMEM_PGOFF_FILL_RING);
+	if (x->fill == MAP_FAILED) {
+		return -errno;
+	}
+	x->rx_len = x->off.rx.desc + XSK_RING * sizeof(struct xdp_desc);
+	x->rx = mmap(NULL, x->rx_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, x->fd,
+		     XDP_PGOFF_RX_RING);
+	if (x->rx == MAP_FAILED) {
+		return -errno;
+	}
+	fill_addrs = (uint64_t *)(x->fill + x->off.fr.desc);
+	for (i = 0; i < XSK_RING; i++) {
+		fill_addrs[i] = (uint64_t)i * XSK_FRAME;
+	}
+	/* Release: the kernel must see the addresses before the producer index that covers them. */
+	__atomic_store_n((uint32_t *)(x->fill + x->off.fr.producer), XSK_RING, __ATOMIC_RELEASE);
+
+	sxdp.sxdp_family = AF_XDP;
+	sxdp.sxdp_ifindex = (uint32_t)ifindex;
+	sxdp.sxdp_queue_id = queue;
+	sxdp.sxdp_flags = XDP_COPY; /* veth has no zero-copy */
+	if (bind(x->fd, (struct sockaddr *)&sxdp, sizeof(sxdp))) {
+		return -errno;
+	}
+	return 0;
+}
+
+static void xsk_close(struct test_xsk *x)
+{
+	if (x->rx && x->rx != MAP_FAILED) {
+		munmap(x->rx, x->rx_len);
+	}
+	if (x->fill && x->fill != MAP_FAILED) {
+		munmap(x->fill, x->fill_len);
+	}
+	if (x->fd > 0) {
+		close(x->fd);
+	}
+	if (x->umem && x->umem != MAP_FAILED) {
+		munmap(x->umem, XSK_RING * XSK_FRAME);
+	}
+}
+
+/* ---- frames ---------------------------------------------------------------------------------- */
+
+enum l3_kind { L3_IP4, L3_IP6, L3_ARP, L3_RAW };
+
+/* What a crafted frame looks like; zero fields mean the plain harp case. */
+struct shape {
+	int vlans;	  /* 802.1Q tags in front of the L3 header */
+	uint16_t outer;	  /* ethertype of the first tag instead of 802.1Q (QinQ) */
+	enum l3_kind l3;
+	uint16_t raw_type; /* L3_RAW: the ethertype */
+	uint8_t l4;	   /* IP protocol / next header; 0 means UDP */
+	uint16_t dport;
+	uint16_t frag;	  /* IPv4 flags and fragment offset, host order */
+	uint8_t ihl;	  /* 0 means 5 */
+	uint8_t version;  /* 0 means the right one */
+	uint8_t ext_hdr;  /* IPv6: put a hop-by-hop header before the L4 header */
+};
+
+struct frame {
+	uint8_t b[256];
+	uint32_t len;
+};
+
+static void put8(struct frame *f, uint8_t v)
+{
+	f->b[f->len++] = v;
+}
+
+static void put16(struct frame *f, uint16_t v)
+{
+	put8(f, (uint8_t)(v >> 8));
+	put8(f, (uint8_t)v);
+}
+
+static void put_zero(struct frame *f, uint32_t n)
+{
+	memset(f->b + f->len, 0, n);
+	f->len += n;
+}
+
+static void set16(struct frame *f, uint32_t at, uint16_t v)
+{
+	f->b[at] = (uint8_t)(v >> 8);
+	f->b[at + 1] = (uint8_t)v;
+}
+
+/* UDP: 8-byte header and 16 bytes of payload; TCP/ICMP: 20 bytes, ports first. */
+static void put_l4(struct frame *f, uint8_t proto, uint16_t dport)
+{
+	uint32_t i;
+
+	if (proto == IPPROTO_UDP) {
+		put16(f, 40000);
+		put16(f, dport);
+		put16(f, 8 + 16);
+		put16(f, 0); /* no checksum: the program does not look */
+		for (i = 0; i < 16; i++) {
+			put8(f, (uint8_t)(0xa0 + i));
+		}
+		return;
+	}
+	if (proto == IPPROTO_ICMP) {
+		put8(f, 8); /* echo request */
+		put_zero(f, 19);
+		return;
+	}
+	put16(f, 40000); /* TCP */
+	put16(f, dport);
+	put_zero(f, 16);
+}
+
+static void put_ip4(struct frame *f, const struct shape *s, uint8_t proto)
+{
+	uint32_t start = f->len;
+	uint8_t ihl = s->ihl ? s->ihl : 5;
+
+	put8(f, (uint8_t)((s->version ? s->version : 4) << 4 | ihl));
+	put8(f, 0);
+	put16(f, 0); /* total length, below */
+	put16(f, 0x1234);
+	put16(f, s->frag);
+	put8(f, 64);
+	put8(f, proto);
+	put16(f, 0);
+	put16(f, 0x0a00);
+	put16(f, 0x0001);
+	put16(f, 0x0a00);
+	put16(f, 0x0002);
+	put_zero(f, (uint32_t)(ihl - 5) * 4); /* options: end-of-list padding */
+	put_l4(f, proto, s->dport);
+	set16(f, start + 2, (uint16_t)(f->len - start));
+}
+
+static void put_ip6(struct frame *f, const struct shape *s, uint8_t proto)
+{
+	uint32_t start = f->len, i;
+
+	put8(f, (uint8_t)((s->version ? s->version : 6) << 4));
+	put_zero(f, 3);
+	put16(f, 0); /* payload length, below */
+	put8(f, s->ext_hdr ? 0 /* hop-by-hop */ : proto);
+	put8(f, 64);
+	for (i = 0; i < 2; i++) {
+		put16(f, 0xfd00);
+		put_zero(f, 13);
+		put8(f, (uint8_t)(i + 1));
+	}
+	if (s->ext_hdr) {
+		put8(f, proto);
+		put8(f, 0); /* 8 bytes long */
+		put_zero(f, 6);
+	}
+	put_l4(f, proto, s->dport);
+	set16(f, start + 4, (uint16_t)(f->len - start - 40));
+}
+
+static void put_arp(struct frame *f)
+{
+	put16(f, 1);	     /* Ethernet */
+	put16(f, ETH_P_IP4); /* IPv4 */
+	put8(f, 6);
+	put8(f, 4);
+	put16(f, 1); /* request */
+	put_zero(f, 20);
+}
+
+static void frame_build(struct frame *f, const struct shape *s)
+{
+	static const uint8_t dst[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+	static const uint8_t src[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+	uint16_t l3_type = s->l3 == L3_IP4 ? ETH_P_IP4 : s->l3 == L3_IP6 ? ETH_P_IP6
+				       : s->l3 == L3_ARP ? ETH_P_ARP_ : s->raw_type;
+	uint8_t proto = s->l4 ? s->l4 : IPPROTO_UDP;
+	int i;
+
+	f->len = 0;
+	memcpy(f->b, dst, 6);
+	memcpy(f->b + 6, src, 6);
+	f->len = 12;
+	for (i = 0; i < s->vlans; i++) {
+		put16(f, i == 0 && s->outer ? s->outer : ETH_P_VLAN);
+		put16(f, 100); /* the tag: priority 0, VLAN 100 */
+	}
+	put16(f, l3_type);
+	switch (s->l3) {
+	case L3_IP4:
+		put_ip4(f, s, proto);
+		break;
+	case L3_IP6:
+		put_ip6(f, s, proto);
+		break;
+	case L3_ARP:
+		put_arp(f);
+		break;
+	case L3_RAW:
+		put_zero(f, 46);
+		break;
+	}
+}
+
+/* ---- running the program --------------------------------------------------------------------- */
+
+static void counters_read(uint64_t sums[HARP_XDP_COUNTER_MAX])
+{
+	uint64_t per_cpu[env.ncpus];
+	uint32_t key;
+	int cpu;
+
+	for (key = 0; key < HARP_XDP_COUNTER_MAX; key++) {
+		assert_int_equal(bpf_map_lookup_elem(env.counters_fd, &key, per_cpu), 0);
+		sums[key] = 0;
+		for (cpu = 0; cpu < env.ncpus; cpu++) {
+			sums[key] += per_cpu[cpu];
+		}
+	}
+}
+
+/*
+ * Runs the program once on the first keep bytes of f, as received on queue, and checks the verdict,
+ * that only the counter `counted` moved (by one), and that the frame comes back unchanged.
+ *
+ * This kernel refuses test data shorter than an Ethernet header, but lets the context end the
+ * linear part early and carries the rest as a fragment. A program without xdp.frags sees only
+ * the linear part (data_end), so a shorter frame is sent as keep linear bytes followed by the
+ * rest of a 14-byte header in a fragment: the program's bounds checks face exactly keep bytes.
+ */
+static void run_case(const char *name, const struct frame *f, uint32_t keep, uint32_t queue,
+		     uint32_t verdict, enum harp_xdp_counter counted)
+{
+	uint32_t size = keep < OFF_L3 ? OFF_L3 : keep;
+	uint8_t out[sizeof(f->b) + 64];
+	struct xdp_md md = {
+		.data_end = keep,
+		.ingress_ifindex = (uint32_t)env.ifindex,
+		.rx_queue_index = queue,
+	};
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f->b, .data_size_in = size,
+		    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .repeat = 1);
+	uint64_t before[HARP_XDP_COUNTER_MAX], after[HARP_XDP_COUNTER_MAX];
+	int err, i;
+
+	counters_read(before);
+	err = bpf_prog_test_run_opts(env.prog_fd, &opts);
+	if (err) {
+		fail_msg("%s: BPF_PROG_TEST_RUN: %s", name, strerror(-err));
+	}
+	if (opts.retval != verdict) {
+		fail_msg("%s: verdict %u, expected %u", name, opts.retval, verdict);
+	}
+	if (opts.data_size_out != size || memcmp(out, f->b, size)) {
+		fail_msg("%s: the program changed the frame", name);
+	}
+	counters_read(after);
+	for (i = 0; i < HARP_XDP_COUNTER_MAX; i++) {
+		uint64_t want = before[i] + (i == (int)counted);
+
+		if (after[i] != want) {
+			fail_msg("%s: counter %d went %llu -> %llu", name, i,
+				 (unsigned long long)before[i], (unsigned long long)after[i]);
+		}
+	}
+	env.expect[counted]++;
+}
+
+struct steer_case {
+	const char *name;
+	struct shape s;
+	int keep; /* bytes of the frame to send; 0 means all of it */
+	int truncate_to_zero;
+	uint32_t queue;
+	uint32_t verdict;
+	enum harp_xdp_counter counted;
+};
+
+#define STEERED XDP_REDIRECT, HARP_XDP_STEERED
+#define PASSED XDP_PASS, HARP_XDP_PASSED
+#define NO_SOCKET XDP_PASS, HARP_XDP_NO_SOCKET
+#define IP4_UDP(port) { .l3 = L3_IP4, .dport = (port) }
+#define IP6_UDP(port) { .l3 = L3_IP6, .dport = (port) }
+
+static const struct steer_case cases[] = {
+	/* harp's own traffic, on a queue with a socket */
+	{ "IPv4 UDP, lowest port", IP4_UDP(PORT_LO), 0, 0, Q_SOCKET, STEERED },
+	{ "IPv4 UDP, highest port", IP4_UDP(PORT_HI), 0, 0, Q_SOCKET, STEERED },
+	{ "IPv4 UDP, mid range", IP4_UDP(PORT_LO + 17), 0, 0, Q_SOCKET, STEERED },
+	{ "IPv4 UDP, DF set", { .l3 = L3_IP4, .dport = PORT_LO, .frag = 0x4000 }, 0, 0, Q_SOCKET,
+	  STEERED },
+	{ "IPv4 UDP, bare UDP header", IP4_UDP(PORT_LO), OFF_L4_4 + 8, 0, Q_SOCKET, STEERED },
+	{ "IPv6 UDP", IP6_UDP(PORT_LO + 1), 0, 0, Q_SOCKET, STEERED },
+	{ "IPv6 UDP, highest port", IP6_UDP(PORT_HI), 0, 0, Q_SOCKET, STEERED },
+	{ "802.1Q IPv4 UDP", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO + 2 }, 0, 0, Q_SOCKET,
+	  STEERED },
+	{ "802.1Q IPv6 UDP", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO + 3 }, 0, 0, Q_SOCKET,
+	  STEERED },
+
+	/* harp's ports, no socket at that queue */
+	{ "IPv4 UDP, queue without socket", IP4_UDP(PORT_LO), 0, 0, Q_EMPTY, NO_SOCKET },
+	{ "IPv6 UDP, queue without socket", IP6_UDP(PORT_HI), 0, 0, Q_EMPTY, NO_SOCKET },
+	{ "802.1Q IPv4 UDP, queue without socket", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO },
+	  0, 0, Q_EMPTY, NO_SOCKET },
+	{ "IPv4 UDP, queue past the map", IP4_UDP(PORT_LO), 0, 0, Q_BEYOND, NO_SOCKET },
+
+	/* someone else's UDP */
+	{ "IPv4 UDP, one below the range", IP4_UDP(PORT_LO - 1), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv4 UDP, one above the range", IP4_UDP(PORT_HI + 1), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv4 UDP, DNS", IP4_UDP(53), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv4 UDP, port 0", IP4_UDP(0), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv4 UDP, port 65535", IP4_UDP(65535), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 UDP, one below the range", IP6_UDP(PORT_LO - 1), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 UDP, one above the range", IP6_UDP(PORT_HI + 1), 0, 0, Q_SOCKET, PASSED },
+	{ "802.1Q IPv4 UDP, VXLAN", { .vlans = 1, .l3 = L3_IP4, .dport = 4789 }, 0, 0, Q_SOCKET,
+	  PASSED },
+	{ "802.1Q IPv6 UDP, below the range", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO - 1 }, 0,
+	  0, Q_SOCKET, PASSED },
+	{ "other UDP, queue without socket", IP4_UDP(53), 0, 0, Q_EMPTY, PASSED },
+
+	/* not UDP, not IP */
+	{ "ARP", { .l3 = L3_ARP }, 0, 0, Q_SOCKET, PASSED },
+	{ "802.1Q ARP", { .vlans = 1, .l3 = L3_ARP }, 0, 0, Q_SOCKET, PASSED },
+	{ "IPv4 ICMP", { .l3 = L3_IP4, .l4 = IPPROTO_ICMP }, 0, 0, Q_SOCKET, PASSED },
+	{ "IPv4 TCP to a harp port", { .l3 = L3_IP4, .l4 = IPPROTO_TCP, .dport = PORT_LO }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "IPv6 TCP to a harp port", { .l3 = L3_IP6, .l4 = IPPROTO_TCP, .dport = PORT_LO }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "IPv6 hop-by-hop, then UDP to a harp port",
+	  { .l3 = L3_IP6, .dport = PORT_LO, .ext_hdr = 1 }, 0, 0, Q_SOCKET, PASSED },
+	{ "unknown ethertype (LLDP)", { .l3 = L3_RAW, .raw_type = 0x88cc }, 0, 0, Q_SOCKET,
+	  PASSED },
+	{ "QinQ outer tag", { .vlans = 2, .outer = ETH_P_QINQ, .l3 = L3_IP4, .dport = PORT_LO }, 0,
+	  0, Q_SOCKET, PASSED },
+	{ "two 802.1Q tags", { .vlans = 2, .l3 = L3_IP4, .dport = PORT_LO }, 0, 0, Q_SOCKET,
+	  PASSED },
+
+	/* IPv4 the program leaves to the kernel */
+	{ "IPv4 fragment, MF set", { .l3 = L3_IP4, .dport = PORT_LO, .frag = 0x2000 }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "IPv4 fragment, non-zero offset", { .l3 = L3_IP4, .dport = PORT_LO, .frag = 0x0001 }, 0,
+	  0, Q_SOCKET, PASSED },
+	{ "IPv4 fragment, DF and offset", { .l3 = L3_IP4, .dport = PORT_LO, .frag = 0x4100 }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "IPv4 with options (ihl 6)", { .l3 = L3_IP4, .dport = PORT_LO, .ihl = 6 }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "IPv4 ethertype, version 6", { .l3 = L3_IP4, .dport = PORT_LO, .version = 6 }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "IPv6 ethertype, version 4", { .l3 = L3_IP6, .dport = PORT_LO, .version = 4 }, 0, 0,
+	  Q_SOCKET, PASSED },
+
+	/* truncated frames */
+	{ "empty frame", IP4_UDP(PORT_LO), 0, 1, Q_SOCKET, PASSED },
+	{ "truncated Ethernet (1 byte)", IP4_UDP(PORT_LO), 1, 0, Q_SOCKET, PASSED },
+	{ "truncated Ethernet (13 bytes)", IP4_UDP(PORT_LO), 13, 0, Q_SOCKET, PASSED },
+	{ "Ethernet header only", IP4_UDP(PORT_LO), 14, 0, Q_SOCKET, PASSED },
+	{ "truncated 802.1Q", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO }, 17, 0, Q_SOCKET,
+	  PASSED },
+	{ "truncated IPv4", IP4_UDP(PORT_LO), OFF_L4_4 - 1, 0, Q_SOCKET, PASSED },
+	{ "truncated IPv4 behind 802.1Q", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO },
+	  OFF_L4_4 + 4 - 1, 0, Q_SOCKET, PASSED },
+	{ "truncated IPv6", IP6_UDP(PORT_LO), OFF_L4_6 - 1, 0, Q_SOCKET, PASSED },
+	{ "truncated UDP over IPv4", IP4_UDP(PORT_LO), OFF_L4_4 + 7, 0, Q_SOCKET, PASSED },
+	{ "truncated UDP over IPv4, ports only", IP4_UDP(PORT_LO), OFF_L4_4 + 4, 0, Q_SOCKET,
+	  PASSED },
+	{ "truncated UDP over IPv6", IP6_UDP(PORT_LO), OFF_L4_6 + 7, 0, Q_SOCKET, PASSED },
+	{ "truncated UDP over 802.1Q IPv6", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO },
+	  OFF_L4_6 + 4 + 7, 0, Q_SOCKET, PASSED },
+};
+
+static void test_verdicts(void **state)
+{
+	struct frame f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct steer_case *c = &cases[i];
+		uint32_t keep;
+
+		frame_build(&f, &c->s);
+		keep = c->truncate_to_zero ? 0 : c->keep > 0 ? (uint32_t)c->keep : f.len;
+		assert_true(keep <= f.len);
+		run_case(c->name, &f, keep, c->queue, c->verdict, c->counted);
+	}
+}
+
+/* Taking the socket out of the map turns harp's traffic on that queue back to the kernel. */
+static void test_socket_removed(void **state)
+{
+	struct shape s = IP4_UDP(PORT_LO + 5);
+	uint32_t queue = Q_SOCKET;
+	uint32_t fd = (uint32_t)env.xsk_q1.fd;
+	struct frame f;
+
+	(void)state;
+	frame_build(&f, &s);
+	assert_int_equal(bpf_map_delete_elem(env.xsks_fd, &queue), 0);
+	run_case("socket removed", &f, f.len, Q_SOCKET, NO_SOCKET);
+	assert_int_equal(bpf_map_update_elem(env.xsks_fd, &queue, &fd, BPF_ANY), 0);
+	run_case("socket back", &f, f.len, Q_SOCKET, STEERED);
+}
+
+/*
+ * A live-frames run carries out the redirect: the frame must land, byte for byte, in the rx ring
+ * of the socket bound to queue 0 (the queue live runs present frames on).
+ */
+static void test_live_redirect(void **state)
+{
+	struct shape s = IP4_UDP(PORT_LO + 9);
+	struct frame f;
+	struct xdp_md md = { .ingress_ifindex = (uint32_t)env.ifindex, .rx_queue_index = Q_LIVE };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f.b, .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .repeat = 1, .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+	struct test_xsk *x = &env.xsk_live;
+	uint64_t before[HARP_XDP_COUNTER_MAX], after[HARP_XDP_COUNTER_MAX];
+	uint32_t prod, cons;
+	struct xdp_desc *d;
+	int err;
+
+	(void)state;
+	frame_build(&f, &s);
+	opts.data_size_in = f.len;
+	md.data_end = f.len;
+	counters_read(before);
+	err = bpf_prog_test_run_opts(env.prog_fd, &opts);
+	if (err) {
+		fail_msg("live run: BPF_PROG_TEST_RUN: %s", strerror(-err));
+	}
+	counters_read(after);
+	assert_int_equal(after[HARP_XDP_STEERED], before[HARP_XDP_STEERED] + 1);
+	assert_int_equal(after[HARP_XDP_PASSED], before[HARP_XDP_PASSED]);
+	assert_int_equal(after[HARP_XDP_NO_SOCKET], before[HARP_XDP_NO_SOCKET]);
+	env.expect[HARP_XDP_STEERED]++;
+
+	/* Acquire: the descriptor is read only after the producer index that publishes it. */
+	prod = __atomic_load_n((uint32_t *)(x->rx + x->off.rx.producer), __ATOMIC_ACQUIRE);
+	cons = *(uint32_t *)(x->rx + x->off.rx.consumer);
+	assert_int_equal(prod - cons, 1);
+	d = (struct xdp_desc *)(x->rx + x->off.rx.desc) + (cons & (XSK_RING - 1));
+	assert_int_equal(d->len, f.len);
+	assert_true(d->addr + d->len <= XSK_RING * XSK_FRAME);
+	assert_memory_equal(x->umem + d->addr, f.b, f.len);
+	/* Release: the kernel may reuse the slot only after we are done reading it. */
+	__atomic_store_n((uint32_t *)(x->rx + x->off.rx.consumer), cons + 1, __ATOMIC_RELEASE);
+}
+
+static void test_counter_totals(void **state)
+{
+	uint64_t sums[HARP_XDP_COUNTER_MAX];
+	size_t i;
+
+	(void)state;
+	counters_read(sums);
+	for (i = 0; i < HARP_XDP_COUNTER_MAX; i++) {
+		assert_int_equal(sums[i], env.expect[i]);
+	}
+	/* The table itself must exercise every counter. */
+	assert_true(env.expect[HARP_XDP_STEERED] > 0);
+	assert_true(env.expect[HARP_XDP_PASSED] > 0);
+	assert_true(env.expect[HARP_XDP_NO_SOCKET] > 0);
+}
+
+/* ---- set-up ---------------------------------------------------------------------------------- */
+
+#define SKIP 77
+
+/* Returns 0, SKIP with the reason printed when a privilege is missing, or 1 on a real failure. */
+static int env_setup(void)
+{
+	uint32_t queue, fd;
+	int err;
+
+	if (unshare(CLONE_NEWNET)) {
+		fprintf(stderr, "skip: unshare(CLONE_NEWNET): %s (needs CAP_SYS_ADMIN)\n",
+			strerror(errno));
+		return errno == EPERM ? SKIP : 1;
+	}
+	err = veth_create(VETH_NAME, VETH_PEER, VETH_QUEUES);
+	if (err) {
+		fprintf(stderr, "create veth %s: %s\n", VETH_NAME, strerror(-err));
+		return err == -EPERM ? SKIP : 1;
+	}
+	env.ifindex = (int)if_nametoindex(VETH_NAME);
+	env.ncpus = libbpf_num_possible_cpus();
+	if (!env.ifindex || env.ncpus <= 0) {
+		fprintf(stderr, "look up %s / possible CPUs failed\n", VETH_NAME);
+		return 1;
+	}
+
+	env.skel = harp_xdp__open();
+	if (!env.skel) {
+		fprintf(stderr, "open skeleton: %s\n", strerror(errno));
+		return 1;
+	}
+	env.skel->rodata->port_lo = PORT_LO;
+	env.skel->rodata->port_hi = PORT_HI;
+	err = harp_xdp__load(env.skel);
+	if (err) {
+		fprintf(stderr, "%sload harp_xdp: %s\n", err == -EPERM ? "skip: " : "",
+			strerror(-err));
+		return err == -EPERM ? SKIP : 1;
+	}
+	env.prog_fd = bpf_program__fd(env.skel->progs.harp_xdp_steer);
+	env.xsks_fd = bpf_map__fd(env.skel->maps.xsks_map);
+	env.counters_fd = bpf_map__fd(env.skel->maps.counters);
+
+	err = xsk_open(&env.xsk_q1, env.ifindex, Q_SOCKET);
+	if (!err) {
+		err = xsk_open(&env.xsk_live, env.ifindex, Q_LIVE);
+	}
+	if (err) {
+		fprintf(stderr, "AF_XDP socket on %s: %s\n", VETH_NAME, strerror(-err));
+		return 1;
+	}
+	queue = Q_SOCKET;
+	fd = (uint32_t)env.xsk_q1.fd;
+	err = bpf_map_update_elem(env.xsks_fd, &queue, &fd, BPF_ANY);
+	queue = Q_LIVE;
+	fd = (uint32_t)env.xsk_live.fd;
+	err = err ? err : bpf_map_update_elem(env.xsks_fd, &queue, &fd, BPF_ANY);
+	if (err) {
+		fprintf(stderr, "insert sockets into xsks_map: %s\n", strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+/* BPF_PROG_TEST_RUN itself may be refused (lockdown, missing CAP_BPF/CAP_NET_ADMIN). */
+static int probe_test_run(void)
+{
+	struct frame f;
+	struct shape s = IP4_UDP(53);
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .repeat = 1);
+	int err;
+
+	frame_build(&f, &s);
+	opts.data_in = f.b;
+	opts.data_size_in = f.len;
+	err = bpf_prog_test_run_opts(env.prog_fd, &opts);
+	if (err == -EPERM) {
+		fprintf(stderr, "skip: BPF_PROG_TEST_RUN refused: %s\n", strerror(-err));
+		return SKIP;
+	}
+	if (err) {
+		fprintf(stderr, "BPF_PROG_TEST_RUN: %s\n", strerror(-err));
+		return 1;
+	}
+	env.expect[HARP_XDP_PASSED]++; /* the probe ran the program on DNS traffic */
+	return 0;
+}
+
+static void env_teardown(void)
+{
+	xsk_close(&env.xsk_live);
+	xsk_close(&env.xsk_q1);
+	harp_xdp__destroy(env.skel);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_socket_removed),
+		cmocka_unit_test(test_live_redirect),
+		cmocka_unit_test(test_counter_totals),
+	};
+	int rc;
+
+	rc = env_setup();
+	if (!rc) {
+		rc = probe_test_run();
+	}
+	if (!rc) {
+		rc = cmocka_run_group_tests(tests, NULL, NULL);
+	}
+	env_teardown();
+	return rc;
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Writes the fuzzer's seed corpus: a few valid frames of every packet type, built by wire.c
+ * itself, one file each in the directory named on the command line. Run at build time, so the
+ * repository holds no binary files. Each file is a mode byte (see fuzz_wire.c) and a frame; every
+ * frame is written in both modes, plain and 802.1Q-tagged.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wire.h"
+
+static const struct wire_path seed_path = {
+	.src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
+	.dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
+	.src_ip = 0x0100000a,
+	.dst_ip = 0x0200000a,
+	.src_port = 0x5cb7,
+	.dst_port = 0x5db7,
+};
+
+/* buf[0] is the fuzzer's mode byte; the Ethernet frame starts at buf + 1. */
+static uint8_t buf[1 + HARP_FRAME_OVERHEAD + 4096 + HARP_VLAN_HLEN];
+
+static int write_file(const char *dir, const char *name, const uint8_t *bytes, uint32_t len)
+{
+	char path[4096];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, "gen_corpus: open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ok = fwrite(bytes, 1, len, f) == len;
+	if (fclose(f) || !ok) {
+		fprintf(stderr, "gen_corpus: write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes the frame in buf + 1 once per fuzzer mode. */
+static int write_seed(const char *dir, const char *name, uint32_t frame_len)
+{
+	char mode_name[256];
+	int mode, err = 0;
+
+	for (mode = 0; mode < 2; mode++) {
+		buf[0] = (uint8_t)mode;
+		snprintf(mode_name, sizeof(mode_name), "%s-%s", name, mode ? "fixcsum" : "raw");
+		err |= write_file(dir, mode_name, buf, frame_len + 1);
+	}
+	return err;
+}
+
+/* Builds one frame with body_len bytes of patterned body and writes it, plain and 802.1Q-tagged. */
+static int seed(const char *dir, const char *name, const struct harp_hdr *h, uint32_t body_len)
+{
+	uint8_t *frame = buf + 1;
+	char tagged[256];
+	struct wire_pkt check;
+	uint32_t len, i;
+
+	for (i = 0; i < body_len; i++) {
+		frame[HARP_FRAME_OVERHEAD + i] = (uint8_t)(i * 31 + 1);
+	}
+	len = wire_build(frame, &seed_path, h, body_len, 7);
+	if (wire_parse(frame, len, &check) != WIRE_OK) {
+		fprintf(stderr, "gen_corpus: %s does not parse: %s\n", name,
+			wire_err_name(wire_parse(frame, len, &check)));
+		return -1;
+	}
+	if (write_seed(dir, name, len)) {
+		return -1;
+	}
+	memmove(frame + 16, frame + 12, len - 12);
+	frame[12] = 0x81;
+	frame[13] = 0x00;
+	frame[14] = 0x00;
+	frame[15] = 0x05; /* VLAN 5 */
+	snprintf(tagged, sizeof(tagged), "vlan-%s", name);
+	return write_seed(dir, tagged, len + HARP_VLAN_HLEN);
+}
+
+int main(int argc, char **argv)
+{
+	struct harp_hdr h = {
+		.version = HARP_WIRE_VERSION,
+		.conn_id = 7,
+		.token = 0x0123456789abcdefull,
+		.psn = 100,
+		.ack_psn = 50,
+		.ts = 1000,
+		.rsn = 3,
+		.tag = 9,
+	};
+	const uint16_t data_lens[] = { 1, 100, 1400, 4096 };
+	char name[64];
+	size_t i;
+	int err = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: gen_corpus DIR\n");
+		return 2;
+	}
+	h.type = HARP_PKT_DATA;
+	for (i = 0; i < sizeof(data_lens) / sizeof(data_lens[0]); i++) {
+		h.msg_len = 8192;
+		h.offset = 8192 - data_lens[i];
+		h.len = data_lens[i];
+		snprintf(name, sizeof(name), "data-%u", (unsigned)data_lens[i]);
+		err |= seed(argv[1], name, &h, h.len);
+	}
+	h.msg_len = 0;
+	h.offset = 0;
+	h.len = 0;
+	err |= seed(argv[1], "data-empty", &h, 0);
+
+	h.type = HARP_PKT_ACK;
+	h.len = HARP_SACK_BYTES;
+	h.ts_echo = 999;
+	err |= seed(argv[1], "ack", &h, HARP_SACK_BYTES);
+
+	h.type = HARP_PKT_CTS;
+	h.len = 0;
+	h.buf_idx = 1;
+	h.nbufs = 4;
+	h.msg_len = 1 << 20;
+	err |= seed(argv[1], "cts", &h, 0);
+
+	h.type = HARP_PKT_MSGERR;
+	h.nbufs = 0;
+	h.msg_len = 5u << 20;
+	err |= seed(argv[1], "msgerr", &h, 0);
+	return err ? 1 : 0;
+}

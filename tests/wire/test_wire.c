@@ -1,0 +1,823 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * wire.c: every packet type built and parsed back, checksums recomputed here independently, and
+ * every way a frame can be malformed refused with its own reason. Frames are parsed from a heap
+ * copy of exactly their length, so the ASan build (unit_wire_asan) catches any read past the end.
+ *
+ * A mutation that should trip one check has its checksums recomputed first, so the frame fails
+ * for the reason under test and not for a checksum that the mutation broke on the way.
+ */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "wire.h"
+
+#define L3 HARP_ETH_HLEN
+#define HDR_AT (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN) /* harp header in a plain frame */
+
+struct frame {
+	uint8_t b[4096];
+	uint32_t len;
+	uint32_t l3; /* offset of the IPv4 header: 14, or 18 behind a VLAN tag */
+};
+
+static const struct wire_path path = {
+	.src_mac = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 },
+	.dst_mac = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee },
+	.src_ip = 0x0100000a, /* 10.0.0.1 as stored: network order on little-endian */
+	.dst_ip = 0x0200000a,
+	.src_port = 0x5cb7, /* 47004 */
+	.dst_port = 0x5db7, /* 47005 */
+};
+
+/* ---- independent checksums and field access -------------------------------------------------- */
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+static void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)(v & 0xff);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		v = v << 8 | p[i];
+	}
+	return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)rd16(p) << 16 | rd16(p + 2);
+}
+
+/* Sum of big-endian 16-bit words, an odd last byte padded with zero; 64-bit so nothing is lost. */
+static uint64_t sum_words(const uint8_t *p, size_t n)
+{
+	uint64_t s = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		s += (i & 1) ? p[i] : (uint64_t)p[i] << 8;
+	}
+	return s;
+}
+
+/* Folds to 16 bits with end-around carry; a valid checksummed region folds to 0xffff. */
+static uint16_t fold(uint64_t s)
+{
+	while (s > 0xffff) {
+		s = (s & 0xffff) + (s >> 16);
+	}
+	return (uint16_t)s;
+}
+
+static int ip_csum_ok(const struct frame *f)
+{
+	return fold(sum_words(f->b + f->l3, HARP_IP4_HLEN)) == 0xffff;
+}
+
+static uint64_t udp_sum(const struct frame *f, uint16_t udp_len)
+{
+	const uint8_t *ip = f->b + f->l3;
+
+	return sum_words(ip + 12, 8) + 17 + udp_len + sum_words(ip + HARP_IP4_HLEN, udp_len);
+}
+
+static int udp_csum_ok(const struct frame *f)
+{
+	const uint8_t *udp = f->b + f->l3 + HARP_IP4_HLEN;
+
+	return rd16(udp + 6) != 0 && fold(udp_sum(f, rd16(udp + 4))) == 0xffff;
+}
+
+/* Recomputes both checksums after a mutation, over the lengths the headers now claim. */
+static void fix_csums(struct frame *f)
+{
+	uint8_t *ip = f->b + f->l3, *udp = ip + HARP_IP4_HLEN;
+	uint16_t udp_len = rd16(udp + 4);
+	uint16_t c;
+
+	wr16(ip + 10, 0);
+	wr16(ip + 10, (uint16_t)~fold(sum_words(ip, HARP_IP4_HLEN)));
+	if (f->l3 + HARP_IP4_HLEN + udp_len > f->len) {
+		return; /* a UDP length past the frame: the parser must refuse it before summing */
+	}
+	wr16(udp + 6, 0);
+	c = (uint16_t)~fold(udp_sum(f, udp_len));
+	wr16(udp + 6, c ? c : 0xffff);
+}
+
+/* ---- building and parsing -------------------------------------------------------------------- */
+
+static void build(struct frame *f, const struct harp_hdr *h, uint32_t body_len)
+{
+	uint32_t i;
+
+	memset(f->b, 0x5a, sizeof(f->b));
+	for (i = 0; i < body_len; i++) {
+		f->b[HARP_FRAME_OVERHEAD + i] = (uint8_t)(i * 7 + 3);
+	}
+	f->len = wire_build(f->b, &path, h, body_len, 0x1234);
+	f->l3 = L3;
+	assert_int_equal(f->len, HARP_FRAME_OVERHEAD + body_len);
+}
+
+/* Parses a heap copy of exactly f->len bytes; on WIRE_OK checks where the body points. */
+static enum wire_err parse(const struct frame *f, struct wire_pkt *out)
+{
+	uint8_t *copy = malloc(f->len ? f->len : 1);
+	struct wire_pkt p;
+	enum wire_err e;
+
+	assert_non_null(copy);
+	memcpy(copy, f->b, f->len);
+	e = wire_parse(copy, f->len, &p);
+	if (e == WIRE_OK) {
+		uint32_t body_off = f->l3 + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN;
+
+		assert_ptr_equal(p.body, copy + body_off);
+		assert_true(body_off + p.h.len <= f->len);
+		assert_memory_equal(p.body, f->b + body_off, p.h.len);
+		if (out) {
+			*out = p;
+			out->body = NULL; /* it pointed into the copy */
+		}
+	}
+	free(copy);
+	return e;
+}
+
+static void expect_err(const struct frame *f, enum wire_err want)
+{
+	enum wire_err got = parse(f, NULL);
+
+	if (got != want) {
+		fail_msg("parse: got %s (%d), expected %s (%d)", wire_err_name(got), got,
+			 wire_err_name(want), want);
+	}
+}
+
+/* Puts an 802.1Q tag (VLAN 7) between the MAC addresses and the ethertype. */
+static void add_vlan(struct frame *f, uint16_t tpid)
+{
+	memmove(f->b + 16, f->b + 12, f->len - 12);
+	wr16(f->b + 12, tpid);
+	wr16(f->b + 14, 7);
+	f->len += HARP_VLAN_HLEN;
+	f->l3 += HARP_VLAN_HLEN;
+}
+
+static struct harp_hdr hdr_data(uint64_t msg_len, uint64_t offset, uint16_t len)
+{
+	struct harp_hdr h = {
+		.version = HARP_WIRE_VERSION,
+		.type = HARP_PKT_DATA,
+		.buf_idx = 3,
+		.nbufs = 0,
+		.conn_id = 0x01020304,
+		.token = 0x1122334455667788ull,
+		.psn = 0xfffffffe, /* near the wrap, to show all 32 bits travel */
+		.ack_psn = 0x80000001,
+		.ts = 0xdeadbeef,
+		.ts_echo = 0xcafef00d,
+		.rsn = 42,
+		.tag = 0x7fffffff,
+		.msg_len = msg_len,
+		.offset = offset,
+		.len = len,
+	};
+
+	return h;
+}
+
+static struct harp_hdr hdr_of(uint8_t type, uint16_t len)
+{
+	struct harp_hdr h = hdr_data(0, 0, len);
+
+	h.type = type;
+	if (type == HARP_PKT_CTS) {
+		h.nbufs = 8;
+		h.msg_len = 1ull << 40; /* capacity of the posted buffer */
+	} else if (type == HARP_PKT_MSGERR) {
+		h.msg_len = 123456789; /* the rejected length */
+	}
+	return h;
+}
+
+/* ---- round trips ----------------------------------------------------------------------------- */
+
+static void check_headers(const struct frame *f, uint32_t body_len, uint16_t ip_id)
+{
+	const uint8_t *ip = f->b + L3, *udp = ip + HARP_IP4_HLEN;
+
+	assert_memory_equal(f->b, path.dst_mac, 6);
+	assert_memory_equal(f->b + 6, path.src_mac, 6);
+	assert_int_equal(rd16(f->b + 12), 0x0800);
+	assert_int_equal(ip[0], 0x45);
+	assert_int_equal(ip[1], 0);
+	assert_int_equal(rd16(ip + 2), HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
+	assert_int_equal(rd16(ip + 4), ip_id);
+	assert_int_equal(rd16(ip + 6), 0x4000); /* DF, no fragment */
+	assert_int_equal(ip[8], 64);
+	assert_int_equal(ip[9], 17);
+	assert_memory_equal(ip + 12, &path.src_ip, 4);
+	assert_memory_equal(ip + 16, &path.dst_ip, 4);
+	assert_memory_equal(udp, &path.src_port, 2);
+	assert_memory_equal(udp + 2, &path.dst_port, 2);
+	assert_int_equal(rd16(udp + 4), HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
+	assert_true(ip_csum_ok(f));
+	assert_true(udp_csum_ok(f));
+	assert_int_equal(wire_ip_csum(ip, HARP_IP4_HLEN), 0);
+}
+
+/* The harp header's bytes on the wire: offsets and network byte order (docs/PROTOCOL.md). */
+static void check_wire_header(const struct frame *f, const struct harp_hdr *h)
+{
+	const uint8_t *w = f->b + HDR_AT;
+
+	assert_int_equal(w[0], h->version);
+	assert_int_equal(w[1], h->type);
+	assert_int_equal(w[2], h->buf_idx);
+	assert_int_equal(w[3], h->nbufs);
+	assert_int_equal(rd32(w + 4), h->conn_id);
+	assert_int_equal(rd64(w + 8), h->token);
+	assert_int_equal(rd32(w + 16), h->psn);
+	assert_int_equal(rd32(w + 20), h->ack_psn);
+	assert_int_equal(rd32(w + 24), h->ts);
+	assert_int_equal(rd32(w + 28), h->ts_echo);
+	assert_int_equal(rd32(w + 32), h->rsn);
+	assert_int_equal(rd32(w + 36), h->tag);
+	assert_int_equal(rd64(w + 40), h->msg_len);
+	assert_int_equal(rd64(w + 48), h->offset);
+	assert_int_equal(rd16(w + 56), h->len);
+	assert_int_equal(rd16(w + 58), h->flags);
+	assert_int_equal(rd32(w + 60), h->reserved);
+}
+
+static void round_trip(const struct harp_hdr *h, uint32_t body_len)
+{
+	struct frame f;
+	struct wire_pkt p;
+
+	build(&f, h, body_len);
+	check_headers(&f, body_len, 0x1234);
+	check_wire_header(&f, h);
+	assert_int_equal(parse(&f, &p), WIRE_OK);
+	assert_memory_equal(&p.h, h, sizeof(*h));
+	assert_int_equal(p.src_ip, path.src_ip);
+	assert_int_equal(p.dst_ip, path.dst_ip);
+	assert_int_equal(p.src_port, path.src_port);
+	assert_int_equal(p.dst_port, path.dst_port);
+	assert_memory_equal(p.src_mac, path.src_mac, 6);
+}
+
+static void test_round_trip_data(void **state)
+{
+	struct harp_hdr h = hdr_data(10000, 4096, 1000);
+
+	(void)state;
+	round_trip(&h, 1000);
+	h = hdr_data(3840, 0, 3840 - HARP_FRAME_OVERHEAD); /* fills a 3840-byte frame */
+	round_trip(&h, h.len);
+	h = hdr_data(1, 0, 1); /* odd length: the checksum pads the last byte */
+	round_trip(&h, 1);
+}
+
+static void test_round_trip_zero_length_data(void **state)
+{
+	struct harp_hdr h = hdr_data(0, 0, 0);
+
+	(void)state;
+	round_trip(&h, 0);
+}
+
+static void test_round_trip_ack(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_ACK, HARP_SACK_BYTES);
+
+	(void)state;
+	round_trip(&h, HARP_SACK_BYTES);
+}
+
+static void test_round_trip_cts(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+
+	(void)state;
+	round_trip(&h, 0);
+}
+
+static void test_round_trip_msgerr(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_MSGERR, 0);
+
+	(void)state;
+	round_trip(&h, 0);
+}
+
+/* The reserved fields are carried, not interpreted: a receiver sees what was sent. */
+static void test_reserved_fields_carried(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+
+	(void)state;
+	h.flags = 0xa55a;
+	h.reserved = 0x01020304;
+	round_trip(&h, 0);
+}
+
+/* A computed UDP checksum of 0 must travel as 0xffff (0 means "none" in IPv4). */
+static void test_udp_csum_zero_sent_as_ffff(void **state)
+{
+	struct harp_hdr h = hdr_data(2, 0, 2);
+	struct frame f;
+	uint32_t w;
+	int found = 0;
+
+	(void)state;
+	memset(f.b, 0, sizeof(f.b));
+	for (w = 0; w <= 0xffff && !found; w++) {
+		wr16(f.b + HARP_FRAME_OVERHEAD, (uint16_t)w);
+		f.len = wire_build(f.b, &path, &h, 2, 0);
+		f.l3 = L3;
+		found = rd16(f.b + L3 + HARP_IP4_HLEN + 6) == 0xffff;
+	}
+	assert_true(found);
+	assert_true(udp_csum_ok(&f));
+	assert_int_equal(parse(&f, NULL), WIRE_OK);
+}
+
+static void test_ip_csum_known_vector(void **state)
+{
+	/* A textbook IPv4 header whose checksum is 0xb861. */
+	uint8_t ip[20] = { 0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+			   0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7 };
+
+	(void)state;
+	assert_int_equal(wire_ip_csum(ip, sizeof(ip)), 0xb861);
+	wr16(ip + 10, 0xb861);
+	assert_int_equal(wire_ip_csum(ip, sizeof(ip)), 0);
+}
+
+/* ---- truncation ------------------------------------------------------------------------------ */
+
+static void truncate_all(struct frame *whole)
+{
+	struct frame f = *whole;
+	uint32_t n;
+
+	for (n = 0; n < whole->len; n++) {
+		f.len = n;
+		if (parse(&f, NULL) != WIRE_ERR_SHORT) {
+			fail_msg("frame cut to %u of %u bytes: %s", n, whole->len,
+				 wire_err_name(parse(&f, NULL)));
+		}
+	}
+	f.len = whole->len;
+	assert_int_equal(parse(&f, NULL), WIRE_OK);
+}
+
+static void test_truncated_every_length(void **state)
+{
+	const uint8_t types[] = { HARP_PKT_DATA, HARP_PKT_ACK, HARP_PKT_CTS, HARP_PKT_MSGERR };
+	struct frame f;
+	struct harp_hdr h;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(types); i++) {
+		uint16_t len = types[i] == HARP_PKT_DATA	? 300
+			       : types[i] == HARP_PKT_ACK ? HARP_SACK_BYTES
+							  : 0;
+
+		h = types[i] == HARP_PKT_DATA ? hdr_data(300, 0, 300) : hdr_of(types[i], len);
+		build(&f, &h, len);
+		truncate_all(&f);
+		add_vlan(&f, 0x8100);
+		truncate_all(&f);
+	}
+	h = hdr_data(0, 0, 0);
+	build(&f, &h, 0);
+	truncate_all(&f);
+}
+
+/* Ethernet pads short frames: bytes after the IPv4 total length are ignored. */
+static void test_trailing_padding_accepted(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+	struct frame f;
+	struct wire_pkt p;
+
+	(void)state;
+	build(&f, &h, 0);
+	memset(f.b + f.len, 0, 24);
+	f.len += 24;
+	assert_int_equal(parse(&f, &p), WIRE_OK);
+	assert_int_equal(p.h.len, 0);
+}
+
+/* A UDP payload shorter than the harp header, all lengths and checksums consistent. */
+static void test_udp_payload_shorter_than_header(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+	struct frame f;
+	uint16_t payload;
+
+	(void)state;
+	for (payload = 0; payload < HARP_HDR_LEN; payload += 9) {
+		build(&f, &h, 0);
+		f.len = HDR_AT + payload;
+		wr16(f.b + L3 + 2, (uint16_t)(HARP_IP4_HLEN + HARP_UDP_HLEN + payload));
+		wr16(f.b + L3 + HARP_IP4_HLEN + 4, (uint16_t)(HARP_UDP_HLEN + payload));
+		fix_csums(&f);
+		expect_err(&f, WIRE_ERR_SHORT);
+	}
+}
+
+/* ---- Ethernet -------------------------------------------------------------------------------- */
+
+static void test_ethertype(void **state)
+{
+	const uint16_t others[] = { 0x86dd, 0x0806, 0x88cc, 0x0000, 0xffff, 0x88a8 };
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+	struct frame f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		build(&f, &h, 0);
+		wr16(f.b + 12, others[i]);
+		expect_err(&f, WIRE_ERR_NOT_IP4);
+	}
+	/* A tagged frame whose inner type is not IPv4; and QinQ, which harp does not parse. */
+	build(&f, &h, 0);
+	add_vlan(&f, 0x8100);
+	wr16(f.b + 16, 0x86dd);
+	expect_err(&f, WIRE_ERR_NOT_IP4);
+	build(&f, &h, 0);
+	add_vlan(&f, 0x88a8);
+	expect_err(&f, WIRE_ERR_NOT_IP4);
+}
+
+static void test_vlan_accepted(void **state)
+{
+	struct harp_hdr h = hdr_data(5000, 1000, 777);
+	struct frame f;
+	struct wire_pkt p;
+
+	(void)state;
+	build(&f, &h, 777);
+	add_vlan(&f, 0x8100);
+	assert_int_equal(parse(&f, &p), WIRE_OK);
+	assert_memory_equal(&p.h, &h, sizeof(h));
+	assert_int_equal(p.src_ip, path.src_ip);
+	assert_memory_equal(p.src_mac, path.src_mac, 6);
+}
+
+/* ---- IPv4 ------------------------------------------------------------------------------------ */
+
+static void ip_mutation(uint32_t at, uint8_t value, int vlan, enum wire_err want)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+
+	build(&f, &h, 100);
+	if (vlan) {
+		add_vlan(&f, 0x8100);
+	}
+	f.b[f.l3 + at] = value;
+	fix_csums(&f);
+	expect_err(&f, want);
+}
+
+static void test_ip_header_fields(void **state)
+{
+	int vlan;
+
+	(void)state;
+	for (vlan = 0; vlan < 2; vlan++) {
+		ip_mutation(0, 0x65, vlan, WIRE_ERR_IP_HDR); /* version 6 */
+		ip_mutation(0, 0x35, vlan, WIRE_ERR_IP_HDR); /* version 3 */
+		ip_mutation(0, 0x46, vlan, WIRE_ERR_IP_HDR); /* ihl 6: options */
+		ip_mutation(0, 0x4f, vlan, WIRE_ERR_IP_HDR); /* ihl 15 */
+		ip_mutation(0, 0x44, vlan, WIRE_ERR_IP_HDR); /* ihl 4: shorter than a header */
+		ip_mutation(6, 0x60, vlan, WIRE_ERR_IP_HDR); /* DF and MF */
+		ip_mutation(6, 0x20, vlan, WIRE_ERR_IP_HDR); /* MF alone */
+		ip_mutation(7, 0x01, vlan, WIRE_ERR_IP_HDR); /* fragment offset 8 bytes, DF kept */
+		ip_mutation(6, 0x5f, vlan, WIRE_ERR_IP_HDR); /* DF and offset's high bits */
+		ip_mutation(6, 0x00, vlan, WIRE_OK);	     /* DF clear: not a fragment */
+		ip_mutation(1, 0xb8, vlan, WIRE_OK);	     /* DSCP/ECN are not judged */
+		ip_mutation(8, 1, vlan, WIRE_OK);	     /* nor the TTL */
+		ip_mutation(9, 6, vlan, WIRE_ERR_NOT_UDP);   /* TCP */
+		ip_mutation(9, 1, vlan, WIRE_ERR_NOT_UDP);   /* ICMP */
+		ip_mutation(9, 0, vlan, WIRE_ERR_NOT_UDP);
+	}
+}
+
+static void ip_total_length(uint16_t ip_len, enum wire_err want)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+
+	build(&f, &h, 100);
+	wr16(f.b + L3 + 2, ip_len);
+	fix_csums(&f);
+	expect_err(&f, want);
+}
+
+static void test_ip_total_length(void **state)
+{
+	const uint16_t right = HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN + 100;
+
+	(void)state;
+	ip_total_length(right + 1, WIRE_ERR_SHORT); /* claims bytes that did not arrive */
+	ip_total_length(0xffff, WIRE_ERR_SHORT);
+	ip_total_length(0, WIRE_ERR_IP_HDR);			  /* less than its own header */
+	ip_total_length(HARP_IP4_HLEN - 1, WIRE_ERR_IP_HDR);
+	ip_total_length(HARP_IP4_HLEN, WIRE_ERR_SHORT);		  /* no room for UDP */
+	ip_total_length(HARP_IP4_HLEN + HARP_UDP_HLEN - 1, WIRE_ERR_SHORT);
+	ip_total_length(right - 1, WIRE_ERR_UDP_LEN); /* UDP still claims the full length */
+	ip_total_length(right, WIRE_OK);
+}
+
+static void test_ip_checksum(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+	int bit;
+
+	(void)state;
+	for (bit = 0; bit < 16; bit++) {
+		build(&f, &h, 100);
+		f.b[L3 + 10 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		expect_err(&f, WIRE_ERR_IP_CSUM);
+	}
+	build(&f, &h, 100);
+	f.b[L3 + 13] ^= 0x10; /* source address changed, checksum not */
+	expect_err(&f, WIRE_ERR_IP_CSUM);
+	build(&f, &h, 100);
+	f.b[L3 + 8] = 63; /* TTL changed, checksum not */
+	expect_err(&f, WIRE_ERR_IP_CSUM);
+}
+
+/* ---- UDP ------------------------------------------------------------------------------------- */
+
+static void test_udp_length(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	const uint16_t right = HARP_UDP_HLEN + HARP_HDR_LEN + 100;
+	const uint16_t wrong[] = { right + 1, right - 1, 0, HARP_UDP_HLEN, 0xffff };
+	struct frame f;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+		build(&f, &h, 100);
+		wr16(f.b + L3 + HARP_IP4_HLEN + 4, wrong[i]);
+		fix_csums(&f);
+		expect_err(&f, WIRE_ERR_UDP_LEN);
+	}
+}
+
+static void test_udp_checksum(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+	uint32_t at;
+
+	(void)state;
+	/* One flipped bit anywhere in the harp header or the payload. */
+	for (at = HDR_AT; at < HARP_FRAME_OVERHEAD + 100; at += 7) {
+		build(&f, &h, 100);
+		f.b[at] ^= 0x04;
+		expect_err(&f, WIRE_ERR_UDP_CSUM);
+	}
+	build(&f, &h, 100);
+	f.b[HDR_AT + 16] ^= 0x80; /* psn */
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	build(&f, &h, 100);
+	f.b[L3 + HARP_IP4_HLEN + 1] ^= 0x01; /* source port */
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	build(&f, &h, 100);
+	f.b[L3 + HARP_IP4_HLEN + 7] ^= 0x01; /* the checksum itself */
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	/* The pseudo-header covers the addresses: change one and fix only the IPv4 checksum. */
+	build(&f, &h, 100);
+	f.b[L3 + 19] ^= 0x01;
+	wr16(f.b + L3 + 10, 0);
+	wr16(f.b + L3 + 10, (uint16_t)~fold(sum_words(f.b + L3, HARP_IP4_HLEN)));
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+}
+
+static void test_udp_checksum_zero_accepted(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+	struct wire_pkt p;
+
+	(void)state;
+	build(&f, &h, 100);
+	wr16(f.b + L3 + HARP_IP4_HLEN + 6, 0); /* "no checksum" */
+	assert_int_equal(parse(&f, &p), WIRE_OK);
+	assert_memory_equal(&p.h, &h, sizeof(h));
+}
+
+/* ---- harp header ----------------------------------------------------------------------------- */
+
+static void harp_mutation(struct harp_hdr h, uint32_t body_len, enum wire_err want)
+{
+	struct frame f;
+
+	build(&f, &h, body_len);
+	assert_true(udp_csum_ok(&f)); /* the builder's checksums hold: the reason is the field */
+	expect_err(&f, want);
+}
+
+static void test_harp_version(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+
+	(void)state;
+	h.version = 0;
+	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	h.version = HARP_WIRE_VERSION + 1;
+	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	h.version = 0xff;
+	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	h.version = HARP_WIRE_VERSION; /* version is checked before type */
+	h.type = 0;
+	harp_mutation(h, 0, WIRE_ERR_TYPE);
+	h.version = 2;
+	harp_mutation(h, 0, WIRE_ERR_VERSION);
+}
+
+static void test_harp_type(void **state)
+{
+	const uint8_t bad[] = { 0, HARP_PKT_TYPE_MAX + 1, 6, 0x80, 0xff };
+	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad); i++) {
+		h.type = bad[i];
+		harp_mutation(h, 0, WIRE_ERR_TYPE);
+	}
+	/* An unknown type is refused whatever its length. */
+	h.type = 5;
+	h.len = 64;
+	harp_mutation(h, 64, WIRE_ERR_TYPE);
+}
+
+static void test_harp_len_disagrees(void **state)
+{
+	struct harp_hdr h;
+
+	(void)state;
+	h = hdr_data(1000, 0, 101); /* header says 101, 100 bytes follow */
+	harp_mutation(h, 100, WIRE_ERR_LEN);
+	h = hdr_data(1000, 0, 99);
+	harp_mutation(h, 100, WIRE_ERR_LEN);
+	h = hdr_data(1000, 0, 0xffff);
+	harp_mutation(h, 100, WIRE_ERR_LEN);
+	h = hdr_of(HARP_PKT_CTS, 1); /* CTS claiming a byte that is not there */
+	harp_mutation(h, 0, WIRE_ERR_LEN);
+	h = hdr_of(HARP_PKT_ACK, HARP_SACK_BYTES); /* ACK missing its last sack byte */
+	harp_mutation(h, HARP_SACK_BYTES - 1, WIRE_ERR_LEN);
+}
+
+static void test_ack_length(void **state)
+{
+	const uint16_t wrong[] = { 0, 1, HARP_SACK_BYTES - 1, HARP_SACK_BYTES + 1, 128 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+		harp_mutation(hdr_of(HARP_PKT_ACK, wrong[i]), wrong[i], WIRE_ERR_LEN);
+	}
+}
+
+static void test_cts_msgerr_with_payload(void **state)
+{
+	(void)state;
+	harp_mutation(hdr_of(HARP_PKT_CTS, 8), 8, WIRE_ERR_LEN);
+	harp_mutation(hdr_of(HARP_PKT_CTS, 1), 1, WIRE_ERR_LEN);
+	harp_mutation(hdr_of(HARP_PKT_MSGERR, 8), 8, WIRE_ERR_LEN);
+	harp_mutation(hdr_of(HARP_PKT_MSGERR, HARP_SACK_BYTES), HARP_SACK_BYTES, WIRE_ERR_LEN);
+}
+
+static void data_bounds(uint64_t msg_len, uint64_t offset, uint16_t len, enum wire_err want)
+{
+	harp_mutation(hdr_data(msg_len, offset, len), len, want);
+}
+
+static void test_data_bounds(void **state)
+{
+	(void)state;
+	data_bounds(1000, 900, 100, WIRE_OK);	    /* ends exactly at the message's end */
+	data_bounds(1000, 901, 100, WIRE_ERR_LEN); /* one byte past it */
+	data_bounds(1000, 1000, 1, WIRE_ERR_LEN);
+	data_bounds(1000, 1001, 0, WIRE_ERR_LEN); /* offset beyond the message */
+	data_bounds(1000, 2000, 10, WIRE_ERR_LEN);
+	data_bounds(99, 0, 100, WIRE_ERR_LEN); /* payload longer than the message */
+	data_bounds(0, 0, 1, WIRE_ERR_LEN);
+	data_bounds(0, 0, 0, WIRE_OK);		  /* a zero-byte message */
+	data_bounds(0, 5, 0, WIRE_ERR_LEN);	  /* ... at a nonsense offset */
+	data_bounds(1000, 0, 0, WIRE_ERR_LEN);	  /* empty slice of a non-empty message */
+	data_bounds(1000, 1000, 0, WIRE_ERR_LEN); /* the same, at the end */
+	/* Offsets where offset + len wraps around 2^64. */
+	data_bounds(1000, UINT64_MAX, 100, WIRE_ERR_LEN);
+	data_bounds(UINT64_MAX, UINT64_MAX - 50, 100, WIRE_ERR_LEN);
+	data_bounds(UINT64_MAX, UINT64_MAX, 1, WIRE_ERR_LEN);
+	data_bounds(UINT64_MAX - 1, UINT64_MAX - 100, 100, WIRE_ERR_LEN);
+	data_bounds(UINT64_MAX, UINT64_MAX - 100, 100, WIRE_OK); /* ends exactly at 2^64 - 1 */
+	data_bounds(UINT64_MAX, 0, 100, WIRE_OK);
+	data_bounds(1ull << 63, (1ull << 63) - 10, 10, WIRE_OK);
+}
+
+/* The checks run in the order the headers come: the first broken layer names the error. */
+static void test_check_order(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+
+	(void)state;
+	build(&f, &h, 100);
+	f.b[L3 + 10] ^= 0xff;	   /* IPv4 checksum */
+	f.b[L3 + 9] = 6;	   /* and not UDP */
+	f.b[HDR_AT] = 9;	   /* and a bad version */
+	expect_err(&f, WIRE_ERR_IP_CSUM);
+	build(&f, &h, 100);
+	f.b[HDR_AT + 1] = 0;	   /* type 0, checksum left stale */
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	fix_csums(&f);
+	expect_err(&f, WIRE_ERR_TYPE);
+}
+
+static void test_err_names(void **state)
+{
+	int i, j;
+
+	(void)state;
+	for (i = 0; i < WIRE_ERR_MAX; i++) {
+		const char *name = wire_err_name((enum wire_err)i);
+
+		assert_non_null(name);
+		assert_string_not_equal(name, "unknown");
+		for (j = 0; j < i; j++) {
+			assert_string_not_equal(name, wire_err_name((enum wire_err)j));
+		}
+	}
+	assert_string_equal(wire_err_name(WIRE_ERR_MAX), "unknown");
+	assert_string_equal(wire_err_name((enum wire_err)-1), "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_data),
+		cmocka_unit_test(test_round_trip_zero_length_data),
+		cmocka_unit_test(test_round_trip_ack),
+		cmocka_unit_test(test_round_trip_cts),
+		cmocka_unit_test(test_round_trip_msgerr),
+		cmocka_unit_test(test_reserved_fields_carried),
+		cmocka_unit_test(test_udp_csum_zero_sent_as_ffff),
+		cmocka_unit_test(test_ip_csum_known_vector),
+		cmocka_unit_test(test_truncated_every_length),
+		cmocka_unit_test(test_trailing_padding_accepted),
+		cmocka_unit_test(test_udp_payload_shorter_than_header),
+		cmocka_unit_test(test_ethertype),
+		cmocka_unit_test(test_vlan_accepted),
+		cmocka_unit_test(test_ip_header_fields),
+		cmocka_unit_test(test_ip_total_length),
+		cmocka_unit_test(test_ip_checksum),
+		cmocka_unit_test(test_udp_length),
+		cmocka_unit_test(test_udp_checksum),
+		cmocka_unit_test(test_udp_checksum_zero_accepted),
+		cmocka_unit_test(test_harp_version),
+		cmocka_unit_test(test_harp_type),
+		cmocka_unit_test(test_harp_len_disagrees),
+		cmocka_unit_test(test_ack_length),
+		cmocka_unit_test(test_cts_msgerr_with_payload),
+		cmocka_unit_test(test_data_bounds),
+		cmocka_unit_test(test_check_order),
+		cmocka_unit_test(test_err_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
