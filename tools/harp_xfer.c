@@ -543,6 +543,8 @@ static void report(struct run *r, double secs, int rc)
 	}
 	for (i = 0; i < r->o.queues; i++) {
 		if (!harp_ctx__queue_stats(r->ctx, i, &qs)) {
+			printf("queue%d_rx_packets=%" PRIu64 "\nqueue%d_tx_packets=%" PRIu64 "\n", i,
+			       qs.rx_packets, i, qs.tx_packets);
 			qsum.rx_bad += qs.rx_bad;
 			qsum.rx_unknown_conn += qs.rx_unknown_conn;
 			qsum.xdp_rx_dropped += qs.xdp_rx_dropped;

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Prepares a Debian 12 machine to build and test harp, then builds it.
+#
+#   scripts/setup.sh [--no-build]
+#
+# Installs the packages below with apt-get, only when one is missing (so a second run touches
+# nothing), then configures and builds into ${BUILD_DIR:-build} (relative to the repository).
+# Installing needs root; an up-to-date machine needs nothing but a compiler and cmake.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-build}
+[[ $build == /* ]] || build="$root/$build"
+
+packages=(
+	clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev # BPF program and loader
+	cmake make gcc pkg-config libcmocka-dev                        # build and unit tests
+	iproute2 ethtool nftables xdp-tools iputils-ping iperf3 python3 # netns and fault tests
+)
+
+build_too=1
+case ${1:-} in
+"") ;;
+--no-build) build_too=0 ;;
+*)
+	echo "usage: scripts/setup.sh [--no-build]" >&2
+	exit 2
+	;;
+esac
+
+missing_packages() {
+	local pkg status
+	for pkg in "${packages[@]}"; do
+		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+		[[ $status == installed ]] || printf '%s\n' "$pkg"
+	done
+}
+
+if command -v dpkg-query >/dev/null; then
+	mapfile -t missing < <(missing_packages)
+	if ((${#missing[@]})); then
+		if [[ $(id -u) -ne 0 ]]; then
+			echo "setup: missing packages (install them as root): ${missing[*]}" >&2
+			exit 1
+		fi
+		echo "setup: installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
+	else
+		echo "setup: all ${#packages[@]} packages present"
+	fi
+else
+	echo "setup: no dpkg here; install the equivalents of: ${packages[*]}" >&2
+fi
+
+if ((build_too)); then
+	cmake -S "$root" -B "$build"
+	cmake --build "$build" -j "$(nproc)"
+fi

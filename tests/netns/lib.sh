@@ -1,0 +1,339 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+#
+# Topologies for harp's network-namespace and fault tests; sourced, never run.
+#
+#   topo_pair MTU QUEUES   A <-veth-> B, one /24
+#   topo_hop MTU QUEUES    A <-veth-> M <-veth-> B, two /24s, M forwards
+#   hop_impair PROFILE     impair UDP forwarded by M, both directions (see hop_impair)
+#   topo_cleanup           removes whatever topo_* made (safe to call twice, or with nothing made)
+#   run_bounded SEC CMD... runs CMD, killing it after SEC seconds (exit 124 then)
+#   spawn_bounded SEC CMD... the same in the background; spawned_pid is timeout's PID, so killing
+#                          it stops CMD too (never background a function with &: $! would be a
+#                          subshell, and killing that leaves CMD running)
+#
+# After topo_*: ns_a ns_b (ns_m) name the namespaces, if_a if_b the veth ends inside A and B,
+# ip_a ip_b their addresses. Names carry this shell's PID so runs can go on side by side.
+#
+# Why impairments live on M: AF_XDP transmit bypasses the sender's qdisc and XDP runs before tc on
+# the receiver, so only a forwarding hop sees every packet harp sends. M's veth ends get the same
+# queue count as A's and B's because attaching XDP to a veth needs its rx queues >= the peer's tx
+# queues. With more than one queue, M also records each packet's queue on the way in
+# (keep_queue.bpf.c), so what A sends on queue q leaves M on queue q and reaches B's queue q, as
+# between two NICs with flow steering. Every veth end is created straight inside its namespace,
+# so the root namespace never sees the names.
+
+# Defaults of the impairments; the environment may override them for experiments.
+: "${HARP_IMPAIR_RATECAP:=2gbit}"      # ratecap: the link rate M forwards at
+: "${HARP_IMPAIR_RATECAP_LIMIT:=1000}" # ratecap: packets queued behind the cap
+: "${HARP_IMPAIR_SLOW_RATE:=100mbit}"  # reorder: rate of the slow lane a quarter of UDP takes
+: "${HARP_IMPAIR_SLOW_LIMIT:=300}"     # reorder: packets the slow lane queues
+: "${HARP_IMPAIR_CORRUPT_OFFSET:=24}"  # corrupt: byte (from the UDP header) that gets inverted
+# harp refuses unknown HARP_* variables in its environment; these are ours, not harp's.
+export -n HARP_IMPAIR_RATECAP HARP_IMPAIR_RATECAP_LIMIT HARP_IMPAIR_SLOW_RATE \
+	HARP_IMPAIR_SLOW_LIMIT HARP_IMPAIR_CORRUPT_OFFSET
+
+topo_prefix="h$$"
+topo_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+topo_made=""
+topo_files=""
+ns_a="" ns_b="" ns_m=""
+if_a="" if_b="" if_ma="" if_mb=""
+ip_a="" ip_b="" ip_ma="" ip_mb=""
+topo_net=$(($$ % 250 + 1))
+
+# run_bounded SEC CMD...: CMD gets TERM after SEC seconds and KILL 5 seconds later.
+run_bounded() {
+	local sec=$1
+	shift
+	timeout --kill-after=5 "$sec" "$@"
+}
+
+# shellcheck disable=SC2034 # read by the scripts that source this file
+spawned_pid=""
+spawn_bounded() {
+	local sec=$1
+	shift
+	timeout --kill-after=5 "$sec" "$@" &
+	# shellcheck disable=SC2034 # read by the scripts that source this file
+	spawned_pid=$!
+}
+
+topo_log() {
+	printf 'topo: %s\n' "$*" >&2
+}
+
+# ns_exec NS CMD...: runs CMD in NS's network namespace.
+ns_exec() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" "$@"
+}
+
+topo_need_root() {
+	if [[ $(id -u) -ne 0 ]]; then
+		topo_log "needs root (network namespaces, veth, XDP)"
+		return 77
+	fi
+	local tool
+	for tool in ip ethtool ping timeout nft tc; do
+		if ! command -v "$tool" >/dev/null; then
+			topo_log "missing tool: $tool"
+			return 77
+		fi
+	done
+}
+
+# topo_ns_add NAME: a namespace with lo up and IPv6 off (no router solicitations or DAD noise
+# reaching harp's queues).
+topo_ns_add() {
+	local ns=$1
+	ip netns add "$ns"
+	topo_made="$topo_made $ns"
+	ns_exec "$ns" ip link set lo up
+	ns_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	ns_exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+}
+
+# topo_veth NS1 IF1 NS2 IF2 MTU QUEUES: a veth pair, each end made inside its namespace.
+topo_veth() {
+	local ns1=$1 if1=$2 ns2=$3 if2=$4 mtu=$5 queues=$6
+	ip link add "$if1" netns "$ns1" mtu "$mtu" numtxqueues "$queues" numrxqueues "$queues" \
+		type veth peer name "$if2" netns "$ns2" mtu "$mtu" \
+		numtxqueues "$queues" numrxqueues "$queues"
+	ns_exec "$ns1" ip link set "$if1" up
+	ns_exec "$ns2" ip link set "$if2" up
+}
+
+# topo_reap_stale: namespaces this library named (h<PID>a/b/m) whose PID is gone are leftovers of
+# a run that was killed without its traps (SIGKILL, ctest's timeout); remove them.
+topo_reap_stale() {
+	local ns pid
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		[[ $ns =~ ^h([0-9]+)[abm]$ ]] || continue
+		pid=${BASH_REMATCH[1]}
+		if [[ $pid != "$$" ]] && ! kill -0 "$pid" 2>/dev/null; then
+			ip netns del "$ns" 2>/dev/null || true
+		fi
+	done
+}
+
+topo_check_args() {
+	local mtu=$1 queues=$2
+	if ! [[ $mtu =~ ^[0-9]+$ && $queues =~ ^[0-9]+$ ]] || ((mtu < 576 || queues < 1)); then
+		topo_log "bad MTU '$mtu' or QUEUES '$queues'"
+		return 2
+	fi
+	if [[ -n $topo_made ]]; then
+		topo_log "a topology exists already; topo_cleanup first"
+		return 2
+	fi
+	topo_reap_stale
+}
+
+# topo_wait_ping NS ADDR: up to ~10 s for ADDR to answer from NS (links and ARP settle).
+topo_wait_ping() {
+	local ns=$1 addr=$2 i
+	for ((i = 0; i < 40; i++)); do
+		if ns_exec "$ns" ping -q -c 1 -W 1 "$addr" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	topo_log "no ping reply from $addr in namespace $ns"
+	return 1
+}
+
+# topo_pair MTU QUEUES: A and B joined by one veth pair.
+topo_pair() {
+	local mtu=$1 queues=$2
+	topo_need_root || return
+	topo_check_args "$mtu" "$queues" || return
+	ns_a="${topo_prefix}a" ns_b="${topo_prefix}b" ns_m=""
+	if_a="${topo_prefix}a" if_b="${topo_prefix}b"
+	ip_a="198.18.$topo_net.1" ip_b="198.18.$topo_net.2"
+	topo_ns_add "$ns_a"
+	topo_ns_add "$ns_b"
+	topo_veth "$ns_a" "$if_a" "$ns_b" "$if_b" "$mtu" "$queues"
+	ns_exec "$ns_a" ip addr add "$ip_a/24" dev "$if_a"
+	ns_exec "$ns_b" ip addr add "$ip_b/24" dev "$if_b"
+	topo_wait_ping "$ns_a" "$ip_b"
+	topo_wait_ping "$ns_b" "$ip_a"
+	topo_log "pair $ns_a/$if_a $ip_a <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues"
+}
+
+# topo_hop MTU QUEUES: A - M - B, A in 198.18.x.0/24 and B in 198.19.x.0/24, M routes.
+topo_hop() {
+	local mtu=$1 queues=$2
+	topo_need_root || return
+	topo_check_args "$mtu" "$queues" || return
+	ns_a="${topo_prefix}a" ns_b="${topo_prefix}b" ns_m="${topo_prefix}m"
+	if_a="${topo_prefix}a" if_b="${topo_prefix}b"
+	if_ma="${topo_prefix}ma" if_mb="${topo_prefix}mb"
+	ip_a="198.18.$topo_net.1" ip_ma="198.18.$topo_net.254"
+	ip_b="198.19.$topo_net.2" ip_mb="198.19.$topo_net.254"
+	topo_ns_add "$ns_a"
+	topo_ns_add "$ns_m"
+	topo_ns_add "$ns_b"
+	topo_veth "$ns_a" "$if_a" "$ns_m" "$if_ma" "$mtu" "$queues"
+	topo_veth "$ns_m" "$if_mb" "$ns_b" "$if_b" "$mtu" "$queues"
+	ns_exec "$ns_a" ip addr add "$ip_a/24" dev "$if_a"
+	ns_exec "$ns_m" ip addr add "$ip_ma/24" dev "$if_ma"
+	ns_exec "$ns_m" ip addr add "$ip_mb/24" dev "$if_mb"
+	ns_exec "$ns_b" ip addr add "$ip_b/24" dev "$if_b"
+	ns_exec "$ns_m" sysctl -qw net.ipv4.ip_forward=1
+	ns_exec "$ns_a" ip route add "198.19.$topo_net.0/24" via "$ip_ma" dev "$if_a"
+	ns_exec "$ns_b" ip route add "198.18.$topo_net.0/24" via "$ip_mb" dev "$if_b"
+	if ((queues > 1)); then
+		topo_keep_queue "$if_ma"
+		topo_keep_queue "$if_mb"
+	fi
+	topo_wait_ping "$ns_a" "$ip_b"
+	topo_wait_ping "$ns_b" "$ip_a"
+	topo_log "hop $ns_a/$if_a $ip_a <-> $ns_m <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues"
+}
+
+# topo_keep_queue DEV: M's DEV records the queue a packet arrived on, so forwarding sends it out
+# of the same queue number (see keep_queue.bpf.c; compiled here, once per run).
+topo_keep_queue() {
+	local dev=$1 obj="${TMPDIR:-/tmp}/harp-keep-queue.$$.o"
+	if [[ ! -e $obj ]]; then
+		local arch
+		arch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+		clang -O2 -g -Wall -target bpf -I"/usr/include/$arch" \
+			-c "$topo_dir/keep_queue.bpf.c" -o "$obj"
+		topo_files="$topo_files $obj"
+	fi
+	ns_exec "$ns_m" tc qdisc add dev "$dev" clsact
+	ns_exec "$ns_m" tc filter add dev "$dev" ingress bpf direct-action obj "$obj" sec tc
+}
+
+# impair_tc DEV TOP SLOW: htb on M's egress DEV. Class 1:10 (default) runs at TOP; with SLOW,
+# class 1:20 runs at SLOW with a one-packet burst, so packets steered there queue and arrive
+# behind packets sent after them.
+impair_tc() {
+	local dev=$1 top=$2 slow=$3 top_limit=$4
+	ns_exec "$ns_m" tc qdisc replace dev "$dev" root handle 1: htb default 10
+	ns_exec "$ns_m" tc class add dev "$dev" parent 1: classid 1:1 htb \
+		rate "$top" ceil "$top" burst 256k cburst 256k quantum 60000
+	ns_exec "$ns_m" tc class add dev "$dev" parent 1:1 classid 1:10 htb \
+		rate "$top" ceil "$top" burst 256k cburst 256k quantum 60000
+	ns_exec "$ns_m" tc qdisc add dev "$dev" parent 1:10 handle 10: pfifo limit "$top_limit"
+	if [[ -n $slow ]]; then
+		ns_exec "$ns_m" tc class add dev "$dev" parent 1:1 classid 1:20 htb \
+			rate "$slow" ceil "$slow" burst 4k cburst 4k quantum 60000
+		ns_exec "$ns_m" tc qdisc add dev "$dev" parent 1:20 handle 20: \
+			pfifo limit "$HARP_IMPAIR_SLOW_LIMIT"
+	fi
+}
+
+# hop_impair PROFILE: impairs UDP that M forwards, in both directions (acks travel back). ICMP
+# and TCP pass untouched (except by ratecap, which is a property of the link), so ping and the
+# side traffic keep working. Profiles:
+#   none     nothing (the hop alone)
+#   drop1    1% of UDP dropped          drop5   5% dropped
+#   reorder  a quarter of UDP goes through a slow htb lane and arrives behind later packets
+#   dup2     2% of UDP duplicated (nft dup: the copy is routed out of M a second time)
+#   corrupt  0.5% of UDP get byte HARP_IMPAIR_CORRUPT_OFFSET inverted; nft's raw payload write
+#            leaves the UDP checksum alone, so the receiver sees a bad checksum
+#   ratecap  htb caps each direction at HARP_IMPAIR_RATECAP with a queue (delay, then tail drop)
+#   all      all of the above together, drop at 1%
+# Random choices use nft's numgen, so each run differs.
+hop_impair() {
+	local profile=$1 drop=0 dup=0 corrupt=0 reorder=0 top="" slow="" rules="" top_limit=1000
+	if [[ -z $ns_m ]]; then
+		topo_log "hop_impair needs topo_hop first"
+		return 2
+	fi
+	case $profile in
+	none) return 0 ;;
+	drop1) drop=10 ;;
+	drop5) drop=50 ;;
+	reorder) reorder=1 ;;
+	dup2) dup=20 ;;
+	corrupt) corrupt=5 ;;
+	ratecap) top=$HARP_IMPAIR_RATECAP ;;
+	all) drop=10 dup=20 corrupt=5 reorder=1 top=$HARP_IMPAIR_RATECAP ;;
+	*)
+		topo_log "unknown impairment profile '$profile'"
+		return 2
+		;;
+	esac
+	if [[ -n $top ]]; then
+		top_limit=$HARP_IMPAIR_RATECAP_LIMIT
+	fi
+	# Drop first, so a dropped packet is neither copied nor corrupted; a duplicate leaves
+	# through M's output path and so skips the later rules of this forward chain.
+	if ((drop)); then
+		rules+="meta l4proto udp numgen random mod 1000 < $drop counter name dropped drop
+"
+	fi
+	if ((dup)); then
+		rules+="meta l4proto udp ip daddr $ip_b numgen random mod 1000 < $dup counter name duplicated dup to $ip_b device \"$if_mb\"
+meta l4proto udp ip daddr $ip_a numgen random mod 1000 < $dup counter name duplicated dup to $ip_a device \"$if_ma\"
+"
+	fi
+	if ((corrupt)); then
+		local bit=$((HARP_IMPAIR_CORRUPT_OFFSET * 8))
+		rules+="meta l4proto udp numgen random mod 1000 < $corrupt counter name corrupted @th,$bit,8 set @th,$bit,8 ^ 0xff
+"
+	fi
+	if ((reorder)); then
+		slow=$HARP_IMPAIR_SLOW_RATE
+		top=${top:-40gbit}
+		rules+="meta l4proto udp meta priority set numgen random mod 4 map { 0 : 1:20, 1 : 1:10, 2 : 1:10, 3 : 1:10 }
+meta priority 1:20 counter name slowed
+"
+	fi
+	ns_exec "$ns_m" nft -f - <<EOF
+table ip harp_impair {
+	counter dropped {}
+	counter duplicated {}
+	counter corrupted {}
+	counter slowed {}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		$rules
+	}
+}
+EOF
+	if [[ -n $top ]]; then
+		impair_tc "$if_ma" "$top" "$slow" "$top_limit"
+		impair_tc "$if_mb" "$top" "$slow" "$top_limit"
+	fi
+	topo_log "impairment '$profile' on $ns_m"
+}
+
+# hop_impair_stats: key=value counts of what M did (packets), for logs.
+hop_impair_stats() {
+	local name n
+	[[ -n $ns_m ]] || return 0
+	for name in dropped duplicated corrupted slowed; do
+		n=$(ns_exec "$ns_m" nft list counter ip harp_impair "$name" 2>/dev/null |
+			sed -n 's/.*packets \([0-9]*\).*/\1/p' || true)
+		if [[ -n $n ]]; then
+			printf 'impair_%s=%s\n' "$name" "$n"
+		fi
+	done
+	local dev
+	for dev in "$if_ma" "$if_mb"; do
+		n=$(ns_exec "$ns_m" tc -s qdisc show dev "$dev" root 2>/dev/null |
+			sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' | head -n 1 || true)
+		if [[ -n $n ]]; then
+			printf 'impair_qdisc_dropped_%s=%s\n' "$dev" "$n"
+		fi
+	done
+	return 0
+}
+
+# topo_cleanup: removes the namespaces (and with them every veth and rule). Processes still
+# inside are not ours to kill here; callers stop what they started first.
+topo_cleanup() {
+	local ns
+	for ns in $topo_made; do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	# shellcheck disable=SC2086 # a list of paths without spaces
+	rm -f $topo_files
+	topo_made="" topo_files=""
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# One harp transfer between two fresh namespaces: the server in B, the client in A.
+#
+#   xfer.sh [options] -- HARP_XFER_COMMON_ARGS...
+#     --mtu N               MTU of every link (default 1500)
+#     --queues N            veth queues; also passed to harp-xfer unless the args set --queues
+#     --hop PROFILE         none: A and B on one veth pair (default); plain: A - M - B without
+#                           impairment; drop1 drop5 reorder dup2 corrupt ratecap all: A - M - B
+#                           with that impairment on M (tests/netns/lib.sh, hop_impair)
+#     --side-traffic        while harp runs, ping (10 replies required) and a TCP transfer
+#                           (iperf3, 20 MiB) between the namespaces must succeed
+#     --expect-retransmits  fail unless the retransmits= counts add up to more than 0
+#     --expect-rx-bad       fail unless the rx_bad= counts add up to more than 0
+#     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
+#
+# The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
+# exits 0 only if both harp-xfer processes exit 0 and every check above holds, 77 if it cannot
+# run here (not root, a tool missing).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/netns/lib.sh
+source "$here/lib.sh"
+
+usage() {
+	sed -n '4,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 limit=""
+while (($#)); do
+	case $1 in
+	--mtu) mtu=${2:?} && shift ;;
+	--queues) queues=${2:?} && shift ;;
+	--hop) hop=${2:?} && shift ;;
+	--side-traffic) side=1 ;;
+	--expect-retransmits) expect_retx=1 ;;
+	--expect-rx-bad) expect_rx_bad=1 ;;
+	--limit) limit=${2:?} && shift ;;
+	--)
+		shift
+		break
+		;;
+	*) usage ;;
+	esac
+	shift
+done
+harp_args=("$@")
+
+xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
+if [[ ! -x $xfer ]]; then
+	echo "xfer: harp-xfer not found at '$xfer' (set HARP_XFER or BUILD_DIR)" >&2
+	exit 1
+fi
+xfer=$(realpath "$xfer")
+# harp refuses HARP_* variables it does not know, and this one is ours.
+unset HARP_XFER
+
+has_arg() {
+	local want=$1 a
+	for a in "${harp_args[@]}"; do
+		[[ $a == "$want" || $a == "$want="* ]] && return 0
+	done
+	return 1
+}
+
+if ! has_arg --queues; then
+	harp_args+=(--queues "$queues")
+fi
+if [[ -z $limit ]]; then
+	limit=300
+	for ((i = 0; i < ${#harp_args[@]}; i++)); do
+		if [[ ${harp_args[i]} == --timeout ]] && ((i + 1 < ${#harp_args[@]})); then
+			limit=$((${harp_args[i + 1]%.*} + 30))
+		elif [[ ${harp_args[i]} == --timeout=* ]]; then
+			limit=$((${harp_args[i]#--timeout=} + 30))
+		fi
+	done
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/harp-xfer.XXXXXX")
+pids=()
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	topo_cleanup
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+case $hop in
+none)
+	topo_pair "$mtu" "$queues" || exit
+	;;
+*)
+	topo_hop "$mtu" "$queues" || exit
+	if [[ $hop != plain ]]; then
+		hop_impair "$hop" || exit
+	fi
+	;;
+esac
+echo "xfer: topology=$([[ $hop == none ]] && echo pair || echo hop) hop=$hop mtu=$mtu" \
+	"queues=$queues limit=${limit}s args=${harp_args[*]}"
+
+handle="$tmp/handle"
+spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
+	--handle-file "$handle" "${harp_args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
+server_pid=$spawned_pid
+pids+=("$server_pid")
+spawn_bounded "$limit" ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
+	--handle-file "$handle" "${harp_args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
+client_pid=$spawned_pid
+pids+=("$client_pid")
+
+# side_traffic: ping and TCP across the same links while harp has its XDP program attached.
+side_ok=1
+side_traffic() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[[ -e $handle ]] && break
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	spawn_bounded 60 ip netns exec "$ns_b" iperf3 -s -1 -p 5201 >"$tmp/iperf3-server.out" 2>&1
+	pids+=("$spawned_pid")
+	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 "$ip_b" >"$tmp/ping.out" 2>&1
+	local ping_pid=$spawned_pid
+	pids+=("$ping_pid")
+	local tcp_rc=1
+	for ((i = 0; i < 20; i++)); do
+		sleep 0.25
+		if run_bounded 40 ip netns exec "$ns_a" iperf3 -c "$ip_b" -p 5201 -n 20M -f g \
+			>"$tmp/iperf3.out" 2>&1; then
+			tcp_rc=0
+			break
+		fi
+		# Only retry while the server is not up yet.
+		grep -q 'Connection refused' "$tmp/iperf3.out" || break
+	done
+	local ping_rc=0
+	wait "$ping_pid" || ping_rc=$?
+	echo "--- side traffic: ping (rc $ping_rc)"
+	tail -n 2 "$tmp/ping.out"
+	echo "--- side traffic: iperf3 -n 20M (rc $tcp_rc)"
+	grep -E 'sender|receiver|error' "$tmp/iperf3.out" || tail -n 3 "$tmp/iperf3.out"
+	if ((ping_rc != 0)) || ! grep -q ' 10 received' "$tmp/ping.out"; then
+		echo "xfer: FAIL side traffic: ping did not get 10 replies"
+		side_ok=0
+	fi
+	if ((tcp_rc != 0)); then
+		echo "xfer: FAIL side traffic: TCP transfer failed"
+		side_ok=0
+	fi
+}
+if ((side)); then
+	side_traffic
+fi
+
+server_rc=0 client_rc=0
+wait "$client_pid" || client_rc=$?
+wait "$server_pid" || server_rc=$?
+
+for side_name in server client; do
+	echo "--- $side_name ($([[ $side_name == server ]] && echo "B $ns_b" || echo "A $ns_a")) stdout"
+	cat "$tmp/$side_name.out"
+	if [[ -s $tmp/$side_name.err ]]; then
+		echo "--- $side_name stderr"
+		tail -n 50 "$tmp/$side_name.err"
+	fi
+done
+echo "--- impairment counters"
+hop_impair_stats
+
+# sum_key KEY: the sum of KEY=N over both sides' stdout.
+sum_key() {
+	grep -ohE "(^|[[:space:]])$1=[0-9]+" "$tmp/server.out" "$tmp/client.out" |
+		awk -F= '{ s += $2 } END { print s + 0 }'
+}
+
+fail=0
+report() {
+	echo "xfer: FAIL $*"
+	fail=1
+}
+# exited NAME RC: says how a harp-xfer side ended, if not with 0.
+exited() {
+	case $2 in
+	0) ;;
+	124 | 137) report "$1 killed after ${limit}s (exit $2)" ;;
+	2) report "$1 gave up at its --timeout (exit 2)" ;;
+	*) report "$1 exited $2" ;;
+	esac
+}
+exited server "$server_rc"
+exited client "$client_rc"
+grep -qE '(^|[[:space:]])verified_bytes=' "$tmp/server.out" "$tmp/client.out" ||
+	report "no verified_bytes= in the output"
+((side_ok)) || fail=1
+retx=$(sum_key retransmits)
+rx_bad=$(sum_key rx_bad)
+if ((expect_retx && retx == 0)); then
+	report "expected retransmits > 0 on hop '$hop', got 0"
+fi
+if ((expect_rx_bad && rx_bad == 0)); then
+	report "expected rx_bad > 0 on hop '$hop', got 0"
+fi
+echo "xfer: server_rc=$server_rc client_rc=$client_rc retransmits_sum=$retx rx_bad_sum=$rx_bad" \
+	"result=$( ((fail)) && echo FAIL || echo PASS)"
+exit "$fail"
