@@ -400,13 +400,18 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	}
 	on_ack(c, h->ack_psn, NULL, 0, now);
 	c->stats.rx_packets++;
-	c->ack_due = true;
+	if (!c->ack_due) {
+		c->ack_due = true;
+		c->ack_due_ns = now;
+	}
+	c->rx_since_ack++;
 	if (!psn_before(psn, c->rcv_nxt) && (uint32_t)(psn - c->rcv_nxt) >= CONN_TXQ) {
 		c->stats.rx_duplicates++; /* beyond any window the sender may use: not trusted */
 		return;
 	}
 	if (psn_before(psn, c->rcv_nxt) || rcv_bit(c, psn)) {
 		c->stats.rx_duplicates++;
+		c->ack_now = true; /* our ack went missing, or the sender retransmitted early */
 		return;
 	}
 	err = deliver(c, p);
@@ -420,12 +425,15 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	c->last_ts = h->ts;
 	if (psn != c->rcv_nxt) {
 		c->stats.rx_out_of_order++;
+		c->ack_now = true;
+		c->sacked_pending++;
 		rcv_bit_set(c, psn, true);
 		return;
 	}
 	c->rcv_nxt++;
-	while (rcv_bit(c, c->rcv_nxt)) {
+	while (c->sacked_pending && rcv_bit(c, c->rcv_nxt)) {
 		rcv_bit_set(c, c->rcv_nxt, false);
+		c->sacked_pending--;
 		c->rcv_nxt++;
 	}
 }
@@ -629,6 +637,12 @@ send:
 	return true;
 }
 
+bool conn_ack_wanted(const struct harp_conn *c, uint64_t now)
+{
+	return c->ack_due && (c->ack_now || c->rx_since_ack >= CONN_ACK_EVERY ||
+			      now - c->ack_due_ns >= CONN_ACK_DELAY_NS);
+}
+
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct harp_hdr *h = &tx->h;
@@ -638,6 +652,8 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		return false;
 	}
 	c->ack_due = false;
+	c->ack_now = false;
+	c->rx_since_ack = 0;
 	memset(h, 0, sizeof(*h));
 	h->version = HARP_WIRE_VERSION;
 	h->type = HARP_PKT_ACK;
@@ -648,7 +664,7 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	h->ts_echo = c->last_ts;
 	h->len = HARP_SACK_BYTES;
 	memset(tx->sack, 0, sizeof(tx->sack));
-	for (i = 0; i < HARP_SACK_BITS; i++) {
+	for (i = 0; c->sacked_pending && i < HARP_SACK_BITS; i++) {
 		if (rcv_bit(c, c->rcv_nxt + 1 + i)) {
 			tx->sack[i / 8] |= (uint8_t)(1u << (i % 8));
 		}

@@ -17,7 +17,8 @@
 #define CONN_TXQ 4096	  /* reliable packets in flight per connection (power of two) */
 #define CONN_RECV_SLOTS 256 /* receives outstanding per connection (power of two) */
 #define CONN_REQS 512	  /* request objects per connection */
-#define CONN_DUPTHRESH 3  /* sacked packets past a hole that declare it lost */
+#define CONN_ACK_EVERY 32 /* reliable packets per ack in order */
+#define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
 
 enum req_state {
 	REQ_FREE = 0,
@@ -158,7 +159,11 @@ struct harp_conn {
 	uint64_t *rcv_bits; /* CONN_TXQ bits: psn received, from rcv_nxt on */
 	struct harp_req **recv_slots; /* CONN_RECV_SLOTS, by our rsn */
 	uint32_t last_ts;	      /* ts of the latest reliable packet, echoed in acks */
-	bool ack_due;
+	bool ack_due;	   /* something arrived that the peer has not seen acked */
+	bool ack_now;	   /* a hole or a duplicate: the sender needs the sack map at once */
+	uint32_t rx_since_ack;
+	uint32_t sacked_pending; /* bits set in rcv_bits */
+	uint64_t ack_due_ns; /* when ack_due was set */
 	bool on_ack_list;
 	struct harp_conn *next_ack;
 
@@ -191,6 +196,8 @@ struct conn_tx {
  * it has nothing to send now. The engine builds the frame and calls conn_sent() after.
  */
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
+/* Acks wait for CONN_ACK_EVERY packets or CONN_ACK_DELAY_NS, unless the sender needs them now. */
+bool conn_ack_wanted(const struct harp_conn *c, uint64_t now);
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
 
 static inline void req_finish(struct harp_req *r, int err)

@@ -136,6 +136,15 @@ static bool fault_drop(struct harp_engine *e)
 }
 #endif
 
+static void ack_list_add(struct harp_engine *e, struct harp_conn *c)
+{
+	if (!c->on_ack_list) {
+		c->on_ack_list = true;
+		c->next_ack = e->ack_list;
+		e->ack_list = c;
+	}
+}
+
 static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, uint64_t now)
 {
 	struct wire_pkt p;
@@ -158,10 +167,8 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		return;
 	}
 	conn_on_packet(c, &p, now);
-	if (c->ack_due && !c->on_ack_list) {
-		c->on_ack_list = true;
-		c->next_ack = e->ack_list;
-		e->ack_list = c;
+	if (conn_ack_wanted(c, now)) {
+		ack_list_add(e, c);
 	}
 }
 
@@ -332,6 +339,9 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	for (c = e->conns; c; c = c->next_active) {
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
+			if (conn_ack_wanted(c, now)) {
+				ack_list_add(e, c); /* a delayed ack whose time has come */
+			}
 		}
 	}
 	if (now < e->next_ctrl_ns) {
