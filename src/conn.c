@@ -18,6 +18,7 @@
  * quarter of the RTT, is lost) and by the retransmission timer; a retransmission re-reads the
  * sender's buffer (valid until the send completes), so no frame is held for it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,8 +457,12 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 		return;
 	}
 	if (now - c->last_ack_ns > peer_timeout_ns) {
-		pr_err("conn %u: no acknowledgement from the peer for %llu ms; declaring it dead",
-		       c->id, (unsigned long long)(peer_timeout_ns / 1000000));
+		char peer[INET_ADDRSTRLEN] = "?";
+
+		inet_ntop(AF_INET, &c->path.dst_ip, peer, sizeof(peer));
+		pr_err("conn %u: no acknowledgement from peer %s for %llu ms "
+		       "(HARP_PEER_TIMEOUT_MS); declaring it dead",
+		       c->id, peer, (unsigned long long)(peer_timeout_ns / 1000000));
 		conn_fail(c, -ETIMEDOUT);
 		return;
 	}

@@ -165,6 +165,7 @@ struct harp_conn {
 	uint32_t sacked_pending; /* bits set in rcv_bits */
 	uint64_t ack_due_ns; /* when ack_due was set */
 	bool on_ack_list;
+	bool peer_closed; /* the peer said close on the control channel */
 	struct harp_conn *next_ack;
 
 	struct harp_conn_stats stats;

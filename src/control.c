@@ -502,8 +502,15 @@ int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
 			return 0;
 		}
 		if (n <= 0) {
-			pr_info("conn %u: the peer's control connection %s; the peer is gone",
-				c->id, n == 0 ? "closed" : strerror(errno));
+			if (c->peer_closed) {
+				pr_info("conn %u: peer %s closed the connection", c->id,
+					inet_ntoa((struct in_addr){ c->path.dst_ip }));
+			} else {
+				pr_err("conn %u: peer %s went away without closing (control "
+				       "connection: %s); failing its requests",
+				       c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
+				       n == 0 ? "end of file" : strerror(errno));
+			}
 			conn_fail(c, -ECONNRESET);
 			return -ECONNRESET;
 		}
@@ -519,6 +526,7 @@ int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
 			conn_fail(c, -EPROTO);
 			return -EPROTO;
 		}
+		c->peer_closed = true;
 		conn_on_peer_close(c, ntohl(m.value), now);
 	}
 }

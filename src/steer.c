@@ -6,9 +6,13 @@
  * where the dispatcher is refused (as on kernels in lockdown) libxdp attaches the program alone.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <linux/if_link.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -61,6 +65,90 @@ static const char *attach_hint(int err)
 	}
 }
 
+#define LOCK_DIR "/run/harp"
+
+/*
+ * One harp process per interface: an flock on a file named after the network namespace and the
+ * interface. The kernel drops it when its holder exits, however it exits, so holding it proves
+ * that a harp program still attached to the interface belongs to nobody alive.
+ */
+static int lock_interface(const char *ifname, int ifindex)
+{
+	char path[128];
+	struct stat ns;
+	int fd;
+
+	if (stat("/proc/self/ns/net", &ns)) {
+		return -errno;
+	}
+	mkdir(LOCK_DIR, 0755);
+	snprintf(path, sizeof(path), LOCK_DIR "/netns-%lu-if-%d.lock", (unsigned long)ns.st_ino,
+		 ifindex);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		pr_err("steer: cannot open the interface lock %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+
+		pr_err("steer: another harp process runs on %s (it holds %s); one process per "
+		       "interface",
+		       ifname, path);
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Name of the XDP program attached to ifindex in either mode, or "" when there is none. */
+static void attached_name(int ifindex, char *name, size_t len, __u32 *mode_flags)
+{
+	static const __u32 modes[] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
+	struct bpf_prog_info info;
+	__u32 id, info_len;
+	size_t i;
+	int fd;
+
+	name[0] = '\0';
+	for (i = 0; i < ARRAY_SIZE(modes); i++) {
+		if (bpf_xdp_query_id(ifindex, (int)modes[i], &id) || !id) {
+			continue;
+		}
+		fd = bpf_prog_get_fd_by_id(id);
+		if (fd < 0) {
+			continue;
+		}
+		memset(&info, 0, sizeof(info));
+		info_len = sizeof(info);
+		if (!bpf_obj_get_info_by_fd(fd, &info, &info_len)) {
+			snprintf(name, len, "%s", info.name);
+			*mode_flags = modes[i];
+		}
+		close(fd);
+		return;
+	}
+}
+
+/* A harp program left behind by a process that died (we hold the interface's lock): remove it. */
+static void remove_stale(const char *ifname, int ifindex)
+{
+	char name[BPF_OBJ_NAME_LEN];
+	__u32 mode = 0;
+
+	attached_name(ifindex, name, sizeof(name), &mode);
+	if (strcmp(name, "harp_xdp_steer")) {
+		return;
+	}
+	if (bpf_xdp_detach(ifindex, mode, NULL)) {
+		pr_warn("steer: a harp XDP program left on %s by an exited process could not be "
+			"removed: %s",
+			ifname, strerror(errno));
+		return;
+	}
+	pr_info("steer: removed the harp XDP program an exited process left on %s", ifname);
+}
+
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
 		 uint16_t port_hi, int xdp_mode_param)
 {
@@ -72,6 +160,11 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	s->counters_fd = -1;
 	libbpf_set_print(libbpf_print);
 	libxdp_set_print(libxdp_print);
+	s->lock_fd = lock_interface(ifname, ifindex);
+	if (s->lock_fd < 0) {
+		return s->lock_fd;
+	}
+	remove_stale(ifname, ifindex);
 
 	s->skel = harp_xdp__open();
 	if (!s->skel) {
@@ -109,6 +202,8 @@ err_prog:
 err_skel:
 	harp_xdp__destroy(s->skel);
 	s->skel = NULL;
+	close(s->lock_fd);
+	s->lock_fd = -1;
 	return err;
 }
 
@@ -120,6 +215,7 @@ void steer_detach(struct steer *s)
 	xdp_program__detach(s->prog, s->ifindex, s->xdp_mode, 0);
 	xdp_program__close(s->prog);
 	harp_xdp__destroy(s->skel);
+	close(s->lock_fd); /* after the detach: the next harp finds the hook free */
 	memset(s, 0, sizeof(*s));
 	s->xsks_map_fd = -1;
 	s->counters_fd = -1;

@@ -14,6 +14,7 @@ struct steer {
 	int ifindex;
 	int xdp_mode; /* enum xdp_attach_mode it was attached with */
 	int xsks_map_fd, counters_fd;
+	int lock_fd; /* flock held while attached: one harp per interface */
 };
 
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,

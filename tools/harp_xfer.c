@@ -272,7 +272,11 @@ static int read_handles(const struct run *r, struct harp_handle *h, double deadl
 			return -1;
 		}
 		for (j = 0; j < HARP_HANDLE_SIZE; j++) {
-			sscanf(line + 2 * j, "%2x", &v);
+			if (sscanf(line + 2 * j, "%2x", &v) != 1) {
+				fprintf(stderr, "harp-xfer: handle %d is not hex\n", i);
+				fclose(f);
+				return -1;
+			}
 			h[i].bytes[j] = (uint8_t)v;
 		}
 	}

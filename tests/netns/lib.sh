@@ -337,3 +337,30 @@ topo_cleanup() {
 	rm -f $topo_files
 	topo_made="" topo_files=""
 }
+
+# harness_init NAME: a scratch directory in $tmp, an empty pids array for the timeout wrappers a
+# script spawns, and traps that end those (by PID), remove the topology and the directory however
+# the script exits. A script may define harness_cleanup_extra to run first.
+harness_init() {
+	# shellcheck disable=SC2034 # read by the scripts that source this file
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/harp-$1.XXXXXX")
+	pids=()
+	trap harness_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+harness_cleanup() {
+	local pid
+	if declare -F harness_cleanup_extra >/dev/null; then
+		harness_cleanup_extra
+	fi
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	topo_cleanup
+	rm -rf "$tmp"
+}

@@ -13,6 +13,7 @@
 #                           (iperf3, 20 MiB) between the namespaces must succeed
 #     --expect-retransmits  fail unless the retransmits= counts add up to more than 0
 #     --expect-rx-bad       fail unless the rx_bad= counts add up to more than 0
+#     --expect-queues N     fail unless both sides received and sent packets on each queue < N
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -25,11 +26,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
-mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 limit=""
+mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 limit=""
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -38,6 +39,7 @@ while (($#)); do
 	--side-traffic) side=1 ;;
 	--expect-retransmits) expect_retx=1 ;;
 	--expect-rx-bad) expect_rx_bad=1 ;;
+	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
 		shift
@@ -48,6 +50,7 @@ while (($#)); do
 	shift
 done
 harp_args=("$@")
+[[ $expect_queues =~ ^[0-9]+$ ]] || usage
 
 xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
 if [[ ! -x $xfer ]]; then
@@ -80,23 +83,7 @@ if [[ -z $limit ]]; then
 	done
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/harp-xfer.XXXXXX")
-pids=()
-
-# shellcheck disable=SC2317 # called from the EXIT trap
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	topo_cleanup
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+harness_init xfer
 
 case $hop in
 none)
@@ -214,6 +201,17 @@ fi
 if ((expect_rx_bad && rx_bad == 0)); then
 	report "expected rx_bad > 0 on hop '$hop', got 0"
 fi
+# Each queue's engine must have carried traffic both ways, on both sides.
+for ((q = 0; q < expect_queues; q++)); do
+	for side_name in server client; do
+		for dir in rx tx; do
+			n=$(sed -n "s/^queue${q}_${dir}_packets=\([0-9]*\)$/\1/p" "$tmp/$side_name.out")
+			if ((${n:-0} == 0)); then
+				report "$side_name queue $q: ${dir}_packets=${n:-missing}, expected > 0"
+			fi
+		done
+	done
+done
 echo "xfer: server_rc=$server_rc client_rc=$client_rc retransmits_sum=$retx rx_bad_sum=$rx_bad" \
 	"result=$( ((fail)) && echo FAIL || echo PASS)"
 exit "$fail"
