@@ -264,7 +264,8 @@ void ctx_free_id(struct harp_ctx *ctx, uint32_t id)
 
 /* ---- connections ----------------------------------------------------------------------------------- */
 
-static void conn_destroy_unowned(struct harp_conn *c)
+/* Frees a connection and everything it owns; the caller has unhooked it from its engine. */
+void conn_destroy(struct harp_conn *c)
 {
 	if (c->id) {
 		ctx_free_id(c->ctx, c->id);
@@ -290,7 +291,7 @@ static struct harp_conn *conn_new(struct harp_ctx *ctx)
 	c->submit = spsc_create(CONN_REQS);
 	if (!c->reqs || !c->submit || ctx_alloc_id(ctx, &c->id) ||
 	    conn_alloc_state(c, (uint32_t)ctx->params.cwnd_max)) {
-		conn_destroy_unowned(c);
+		conn_destroy(c);
 		return NULL;
 	}
 	for (i = CONN_REQS - 1; i >= 0; i--) {
@@ -338,7 +339,7 @@ int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
 	}
 	err = ctrl_accept(l, c);
 	if (err) {
-		conn_destroy_unowned(c);
+		conn_destroy(c);
 		return err;
 	}
 	*out = c;
@@ -372,7 +373,7 @@ int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct 
 	}
 	err = ctrl_connect(c, handle);
 	if (err) {
-		conn_destroy_unowned(c);
+		conn_destroy(c);
 		return err;
 	}
 	*out = c;
@@ -427,7 +428,7 @@ void harp_conn__close(struct harp_conn *c)
 		return;
 	}
 	if (!c->engine) {
-		conn_destroy_unowned(c); /* never handed to an engine */
+		conn_destroy(c); /* never handed to an engine */
 		return;
 	}
 	/* release: all our use of the connection happens before the engine frees it */

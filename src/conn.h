@@ -135,7 +135,7 @@ struct harp_conn {
 	struct harp_conn *next_active; /* engine's list of connections */
 	uint16_t ip_id;
 	/* sender */
-	uint32_t snd_una, snd_nxt, fr_scan;
+	uint32_t snd_una, snd_nxt;
 	uint32_t inflight;
 	struct tx_rec *txq;		 /* CONN_TXQ records, by psn */
 	uint32_t *rtxq;			 /* psns to send again (ring of CONN_TXQ) */

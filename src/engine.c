@@ -43,12 +43,7 @@ static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
 {
 	e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = NULL;
 	epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
-	ctx_free_id(e->ctx, c->id);
-	ctrl_conn_destroy(c);
-	conn_free(c);
-	free(c->reqs);
-	spsc_destroy(c->submit);
-	free(c);
+	conn_destroy(c);
 }
 
 void engine_fini(struct harp_engine *e)
@@ -186,17 +181,26 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 
 		rx_one(e, xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr)), d->len, now);
 	}
-	/* Every frame goes straight back to the fill ring; the ring has room for all of them,
-	 * since together with the rx ring it holds exactly the frames given to receive. */
-	while (xsk_ring_prod__reserve(&p->fill, n, &idx_fill) != n) {
-	}
-	for (i = 0; i < n; i++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
+	/* Every frame goes straight back to the fill ring, which has room for all of them: with
+	 * the rx ring it holds exactly the frames given to receive. Should that ever not hold,
+	 * the frames go to the pool rather than the engine waiting on the kernel. */
+	if (xsk_ring_prod__reserve(&p->fill, n, &idx_fill) == n) {
+		for (i = 0; i < n; i++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
 
-		*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) =
-			xsk_umem__extract_addr(d->addr) & ~((uint64_t)p->pool.frame_size - 1);
+			*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) =
+				xsk_umem__extract_addr(d->addr) &
+				~((uint64_t)p->pool.frame_size - 1);
+		}
+		xsk_ring_prod__submit(&p->fill, n);
+	} else {
+		for (i = 0; i < n; i++) {
+			uint64_t a = xsk_umem__extract_addr(
+				xsk_ring_cons__rx_desc(&p->rx, idx_rx + i)->addr);
+
+			frame_pool_put(&p->pool, &a, 1);
+		}
 	}
-	xsk_ring_prod__submit(&p->fill, n);
 	xsk_ring_cons__release(&p->rx, n);
 	return n;
 }

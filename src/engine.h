@@ -53,6 +53,8 @@ int engine_progress(struct harp_engine *e);
 /* Hands an established connection to its engine (any thread). */
 void engine_handover(struct harp_engine *e, struct harp_conn *c);
 
+void conn_destroy(struct harp_conn *c);
+
 /* Connection ids: slot in the low 12 bits, a generation above, never 0. */
 int ctx_alloc_id(struct harp_ctx *ctx, uint32_t *id);
 void ctx_free_id(struct harp_ctx *ctx, uint32_t id);

@@ -21,30 +21,28 @@
 #include "harp_xdp.skel.h"
 #include "steer.h"
 
-static int libxdp_print(enum libxdp_print_level level, const char *fmt, va_list args)
+/* libbpf's and libxdp's messages, minus their own debug chatter, as harp debug lines. */
+static int forward_print(const char *who, bool their_debug, const char *fmt, va_list args)
 {
 	char line[512];
 
-	if (level == LIBXDP_DEBUG || harp_log_threshold < HARP_LOG_DEBUG) {
+	if (their_debug || harp_log_threshold < HARP_LOG_DEBUG) {
 		return 0;
 	}
 	vsnprintf(line, sizeof(line), fmt, args);
 	line[strcspn(line, "\n")] = '\0';
-	pr_debug("libxdp: %s", line);
+	pr_debug("%s: %s", who, line);
 	return 0;
+}
+
+static int libxdp_print(enum libxdp_print_level level, const char *fmt, va_list args)
+{
+	return forward_print("libxdp", level == LIBXDP_DEBUG, fmt, args);
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	char line[512];
-
-	if (level == LIBBPF_DEBUG || harp_log_threshold < HARP_LOG_DEBUG) {
-		return 0;
-	}
-	vsnprintf(line, sizeof(line), fmt, args);
-	line[strcspn(line, "\n")] = '\0';
-	pr_debug("libbpf: %s", line);
-	return 0;
+	return forward_print("libbpf", level == LIBBPF_DEBUG, fmt, args);
 }
 
 static const char *attach_hint(int err)

@@ -191,11 +191,9 @@ int xsk_port_kick(struct xsk_port *p)
 		p->tx_pending = 0;
 		return 0;
 	}
-	p->kicks++;
 	if (sendto(p->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
 		/* EAGAIN/EBUSY/ENOBUFS: the kernel is still working through the ring. */
 		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
-			p->kick_errors++;
 			return -errno;
 		}
 		return 0; /* keep tx_pending: kick again next round */

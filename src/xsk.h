@@ -23,7 +23,6 @@ struct xsk_port {
 	uint32_t ring_size;
 	uint32_t tx_pending; /* descriptors submitted since the last kick */
 	bool zerocopy;
-	uint64_t kicks, kick_errors;
 };
 
 /*
