@@ -194,7 +194,8 @@ struct conn_tx {
 };
 /*
  * Produces the next packet this connection wants to send, within its window. Returns false when
- * it has nothing to send now. The engine builds the frame and calls conn_sent() after.
+ * it has nothing to send now. The engine builds the frame from tx at once (tx->payload points
+ * into the sender's buffer).
  */
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
 /* Acks wait for CONN_ACK_EVERY packets or CONN_ACK_DELAY_NS, unless the sender needs them now. */

@@ -1,0 +1,707 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * conn.c's bookkeeping, driven directly: two connections joined by an in-memory "wire" whose
+ * packets the test holds, reorders, duplicates or drops at will. It checks what the receiver's
+ * reassembly did (bytes placed, psns remembered, the selective-ack map it sends) and what the
+ * sender's did with acks (records acked, losses found, retransmissions), with the clock in the
+ * test's hands.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "conn.h"
+
+#define PAYLOAD 1000 /* payload bytes per DATA packet in these tests */
+#define WIRE_MAX 8192
+
+struct pkt {
+	struct harp_hdr h;
+	uint8_t body[PAYLOAD > HARP_SACK_BYTES ? PAYLOAD : HARP_SACK_BYTES];
+};
+
+/* Packets in flight one way, in the order they were sent. */
+struct wire {
+	struct pkt *p;
+	int n;
+};
+
+struct pair {
+	struct harp_conn a, b; /* a sends, b receives (both can do both) */
+	struct wire ab, ba;
+	uint64_t now;
+};
+
+static void conn_init(struct harp_conn *c, uint32_t id, uint32_t peer_id, uint64_t now)
+{
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->peer_id = peer_id;
+	c->token = 0x1122334455667788ull;
+	c->payload_max = PAYLOAD;
+	assert_int_equal(conn_alloc_state(c, 1024), 0);
+	atomic_store(&c->state, CONN_READY);
+	conn_start(c, now);
+}
+
+static int setup(void **state)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
+	p->now = 1000000000ull;
+	conn_init(&p->a, 1, 2, p->now);
+	conn_init(&p->b, 2, 1, p->now);
+	p->ab.p = calloc(WIRE_MAX, sizeof(struct pkt));
+	p->ba.p = calloc(WIRE_MAX, sizeof(struct pkt));
+	assert_non_null(p->ab.p);
+	assert_non_null(p->ba.p);
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+
+	conn_free(&p->a);
+	conn_free(&p->b);
+	free(p->ab.p);
+	free(p->ba.p);
+	free(p);
+	return 0;
+}
+
+/* ---- requests, as api.c fills them ---------------------------------------------------------- */
+
+static struct harp_req *post_send(struct harp_conn *c, const void *buf, uint64_t len, uint32_t tag)
+{
+	struct harp_req *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->kind = REQ_SEND;
+	r->conn = c;
+	r->send.buf = buf;
+	r->send.len = len;
+	r->send.tag = tag;
+	atomic_store(&r->state, REQ_PENDING);
+	assert_true(conn_take_request(c, r));
+	return r;
+}
+
+static struct harp_req *post_recv(struct harp_conn *c, int n, uint8_t **bufs, const uint64_t *caps,
+				  const uint32_t *tags)
+{
+	struct harp_req *r = calloc(1, sizeof(*r));
+	int i;
+
+	assert_non_null(r);
+	r->kind = REQ_RECV;
+	r->conn = c;
+	r->recv.nbufs = n;
+	r->recv.rsn = c->next_rsn++;
+	for (i = 0; i < n; i++) {
+		r->recv.bufs[i] = bufs[i];
+		r->recv.cap[i] = caps[i];
+		r->recv.tag[i] = tags[i];
+		r->recv.msg_len[i] = UINT64_MAX;
+	}
+	atomic_store(&r->state, REQ_PENDING);
+	assert_true(conn_take_request(c, r));
+	return r;
+}
+
+static int req_state(struct harp_req *r)
+{
+	return atomic_load(&r->state);
+}
+
+/* ---- the wire ----------------------------------------------------------------------------- */
+
+static void wire_put(struct wire *w, const struct conn_tx *tx)
+{
+	struct pkt *k;
+
+	assert_true(w->n < WIRE_MAX);
+	k = &w->p[w->n++];
+	k->h = tx->h;
+	if (tx->h.type == HARP_PKT_ACK) {
+		memcpy(k->body, tx->sack, HARP_SACK_BYTES);
+	} else if (tx->h.len) {
+		assert_true(tx->h.len <= PAYLOAD);
+		memcpy(k->body, tx->payload, tx->h.len);
+	}
+}
+
+/* Everything c wants to send now (reliable packets, then an ack if one is due) goes on w. */
+static int emit(struct harp_conn *c, struct wire *w, uint64_t now, bool force_ack)
+{
+	struct conn_tx tx;
+	int n = 0;
+
+	while (conn_next_tx(c, &tx, now)) {
+		wire_put(w, &tx);
+		n++;
+	}
+	if ((force_ack || conn_ack_wanted(c, now)) && conn_make_ack(c, &tx, now)) {
+		wire_put(w, &tx);
+		n++;
+	}
+	return n;
+}
+
+static void deliver_one(struct harp_conn *to, const struct pkt *k, uint64_t now)
+{
+	struct wire_pkt wp;
+
+	memset(&wp, 0, sizeof(wp));
+	wp.h = k->h;
+	wp.body = k->body;
+	conn_on_packet(to, &wp, now);
+}
+
+/* Delivers w's packets in their order and empties it. */
+static void deliver_all(struct harp_conn *to, struct wire *w, uint64_t now)
+{
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		deliver_one(to, &w->p[i], now);
+	}
+	w->n = 0;
+}
+
+/* Runs both sides over a perfect wire until neither has anything to say. */
+static void run_clean(struct pair *p)
+{
+	int rounds;
+
+	for (rounds = 0; rounds < 10000; rounds++) {
+		int n = emit(&p->a, &p->ab, p->now, false) + emit(&p->b, &p->ba, p->now, false);
+
+		deliver_all(&p->b, &p->ab, p->now);
+		deliver_all(&p->a, &p->ba, p->now);
+		p->now += 10000;
+		if (!n && !p->a.ack_due && !p->b.ack_due) {
+			return;
+		}
+		if (!n) {
+			emit(&p->a, &p->ab, p->now, true);
+			emit(&p->b, &p->ba, p->now, true);
+		}
+	}
+	fail_msg("the connections never went quiet");
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+/* Number of DATA packets on w. */
+static int count_type(const struct wire *w, uint8_t type)
+{
+	int i, n = 0;
+
+	for (i = 0; i < w->n; i++) {
+		n += w->p[i].h.type == type;
+	}
+	return n;
+}
+
+/* Announces one receive of b's and lets a see its CTS. */
+static struct harp_req *announce_recv(struct pair *p, uint8_t *buf, uint64_t cap, uint32_t tag)
+{
+	struct harp_req *r = post_recv(&p->b, 1, &buf, &cap, &tag);
+
+	emit(&p->b, &p->ba, p->now, false);
+	assert_int_equal(count_type(&p->ba, HARP_PKT_CTS), 1);
+	deliver_all(&p->a, &p->ba, p->now);
+	return r;
+}
+
+/* ---- tests -------------------------------------------------------------------------------------- */
+
+static void test_in_order(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 10 * PAYLOAD + 17;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+
+	fill_pattern(src, len, 1);
+	r = announce_recv(p, dst, len, 7);
+	s = post_send(&p->a, src, len, 7);
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_int_equal(r->recv.got[0], len);
+	assert_int_equal(r->recv.msg_len[0], len);
+	assert_memory_equal(src, dst, len);
+	/* b received 11 DATA packets in order: nothing remembered beyond rcv_nxt */
+	assert_int_equal(p->b.rcv_nxt, 11);
+	assert_int_equal(p->b.sacked_pending, 0);
+	assert_int_equal(p->b.stats.rx_out_of_order, 0);
+	assert_int_equal(p->b.stats.rx_duplicates, 0);
+	/* a's every packet acked */
+	assert_int_equal(p->a.snd_una, p->a.snd_nxt);
+	assert_int_equal(p->a.inflight, 0);
+	assert_int_equal(p->a.stats.retransmits, 0);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/* Packets in reverse: each lands at its offset, the sack map says exactly what is held. */
+static void test_reassembly_reverse(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 40 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct conn_tx ack;
+	int i, n;
+
+	fill_pattern(src, len, 2);
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(&p->a, src, len, 1);
+	emit(&p->a, &p->ab, p->now, false);
+	n = p->ab.n;
+	assert_int_equal(n, 32); /* the initial window */
+	for (i = n - 1; i >= 1; i--) {
+		deliver_one(&p->b, &p->ab.p[i], p->now);
+	}
+	assert_int_equal(p->b.rcv_nxt, 0);
+	assert_int_equal(p->b.sacked_pending, n - 1);
+	assert_int_equal(p->b.stats.rx_out_of_order, n - 1);
+	assert_int_equal(req_state(r), REQ_PENDING);
+	/* payload already placed, straight into the buffer */
+	assert_memory_equal(dst + PAYLOAD, src + PAYLOAD, (size_t)(n - 1) * PAYLOAD);
+	assert_true(conn_ack_wanted(&p->b, p->now)); /* a hole: the ack goes at once */
+	assert_true(conn_make_ack(&p->b, &ack, p->now));
+	assert_int_equal(ack.h.type, HARP_PKT_ACK);
+	assert_int_equal(ack.h.ack_psn, 0);
+	for (i = 0; i < HARP_SACK_BITS; i++) {
+		bool want = i < n - 1; /* psn 1 + i held */
+		bool got = ack.sack[i / 8] & (1u << (i % 8));
+
+		assert_int_equal(got, want);
+	}
+	/* the sender learns from that map: 31 records acked, one in the pipe */
+	{
+		struct wire_pkt wp = { .h = ack.h, .body = ack.sack };
+
+		conn_on_packet(&p->a, &wp, p->now + 1000);
+	}
+	assert_int_equal(p->a.snd_una, 0);
+	assert_int_equal(p->a.inflight, 1);
+	assert_true(p->a.txq[0].acked == false);
+	for (i = 1; i < n; i++) {
+		assert_true(p->a.txq[i].acked);
+	}
+	/* the hole fills: the cumulative edge jumps past every held psn and forgets them */
+	deliver_one(&p->b, &p->ab.p[0], p->now);
+	p->ab.n = 0;
+	assert_int_equal(p->b.rcv_nxt, n);
+	assert_int_equal(p->b.sacked_pending, 0);
+	for (i = 0; i < CONN_TXQ / 64; i++) {
+		assert_int_equal(p->b.rcv_bits[i], 0);
+	}
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	assert_int_equal(p->a.stats.retransmits, 0);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/* Every packet twice, and old ones again after the message completed: applied once. */
+static void test_duplicates_once(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 5 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct pkt old;
+	int i, n;
+
+	fill_pattern(src, len, 3);
+	r = announce_recv(p, dst, len, 4);
+	s = post_send(&p->a, src, len, 4);
+	emit(&p->a, &p->ab, p->now, false);
+	n = p->ab.n;
+	assert_int_equal(n, 5);
+	old = p->ab.p[2];
+	for (i = 0; i < n; i++) {
+		deliver_one(&p->b, &p->ab.p[i], p->now);
+		deliver_one(&p->b, &p->ab.p[i], p->now);
+	}
+	p->ab.n = 0;
+	assert_int_equal(p->b.stats.rx_duplicates, n);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(r->recv.got[0], len);
+	assert_memory_equal(src, dst, len);
+	/* a duplicate of something long acked: counted, ack_now set, buffer untouched */
+	memset(dst, 0, len);
+	p->b.ack_now = false;
+	deliver_one(&p->b, &old, p->now);
+	assert_int_equal(p->b.stats.rx_duplicates, n + 1);
+	assert_true(p->b.ack_now);
+	for (i = 0; i < (int)len; i++) {
+		assert_int_equal(dst[i], 0);
+	}
+	run_clean(p);
+	assert_int_equal(req_state(s), REQ_DONE);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/* A psn beyond any window the sender may use is not trusted, and nothing is placed. */
+static void test_beyond_window(void **state)
+{
+	struct pair *p = *state;
+	uint8_t dst[64] = { 0 };
+	struct harp_req *r;
+	struct pkt k;
+
+	r = announce_recv(p, dst, sizeof(dst), 0);
+	memset(&k, 0, sizeof(k));
+	k.h.version = HARP_WIRE_VERSION;
+	k.h.type = HARP_PKT_DATA;
+	k.h.psn = p->b.rcv_nxt + CONN_TXQ;
+	k.h.rsn = 0;
+	k.h.msg_len = 8;
+	k.h.len = 8;
+	memset(k.body, 0xab, 8);
+	deliver_one(&p->b, &k, p->now);
+	assert_int_equal(p->b.stats.rx_duplicates, 1);
+	assert_int_equal(p->b.sacked_pending, 0);
+	assert_int_equal(r->recv.got[0], 0);
+	assert_int_equal(dst[0], 0);
+	assert_int_equal(atomic_load(&p->b.state), CONN_READY);
+	/* inside the window but for a receive never offered: a protocol error, the conn fails */
+	k.h.psn = p->b.rcv_nxt + 1;
+	k.h.rsn = 5;
+	deliver_one(&p->b, &k, p->now);
+	assert_int_equal(atomic_load(&p->b.state), CONN_FAILED);
+	assert_int_equal(atomic_load(&p->b.fail_err), -EPROTO);
+	assert_int_equal(req_state(r), REQ_FAILED);
+	assert_int_equal(r->err, -EPROTO);
+	free(r);
+}
+
+/* One lost packet among later ones that are acked: RACK finds it, it goes again, same bytes. */
+static void test_rack_fast_retransmit(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 20 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct pkt lost;
+	struct conn_tx tx;
+	int i;
+
+	fill_pattern(src, len, 5);
+	r = announce_recv(p, dst, len, 9);
+	s = post_send(&p->a, src, len, 9);
+	/* psns 0..9 now, 10..19 5 ms later */
+	assert_true(p->a.cc.cwnd >= 20);
+	for (i = 0; i < 10; i++) {
+		assert_true(conn_next_tx(&p->a, &tx, p->now));
+		wire_put(&p->ab, &tx);
+	}
+	p->now += 5000000;
+	emit(&p->a, &p->ab, p->now, false); /* 10 more DATA, then a's ack of the CTS */
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 20);
+	lost = p->ab.p[3];
+	for (i = 0; i < 20; i++) {
+		if (i != 3) {
+			deliver_one(&p->b, &p->ab.p[i], p->now);
+		}
+	}
+	p->ab.n = 0;
+	assert_int_equal(p->b.rcv_nxt, 3);
+	assert_int_equal(p->b.sacked_pending, 16);
+	p->now += 1000000;
+	emit(&p->b, &p->ba, p->now, false);
+	assert_int_equal(count_type(&p->ba, HARP_PKT_ACK), 1);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_int_equal(p->a.snd_una, 3);
+	assert_int_equal(p->a.stats.fast_retransmits, 1);
+	assert_int_equal(p->a.stats.timeouts, 0);
+	/* the retransmission comes first and carries the lost packet's exact slice */
+	assert_true(conn_next_tx(&p->a, &tx, p->now));
+	assert_int_equal(tx.h.psn, 3);
+	assert_int_equal(tx.h.offset, lost.h.offset);
+	assert_int_equal(tx.h.len, lost.h.len);
+	assert_memory_equal(tx.payload, lost.body, lost.h.len);
+	assert_int_equal(p->a.stats.retransmits, 1);
+	wire_put(&p->ab, &tx);
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	assert_int_equal(p->b.rcv_nxt, 20);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/* Nothing acked: the timer sends everything again, and an ack of the originals undoes it. */
+static void test_timeout_and_undo(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 4 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct wire held;
+	uint32_t cwnd_before;
+
+	fill_pattern(src, len, 6);
+	r = announce_recv(p, dst, len, 2);
+	s = post_send(&p->a, src, len, 2);
+	emit(&p->a, &p->ab, p->now, false);
+	held = p->ab;
+	held.p = malloc(sizeof(struct pkt) * (size_t)held.n);
+	memcpy(held.p, p->ab.p, sizeof(struct pkt) * (size_t)held.n);
+	p->ab.n = 0;
+	cwnd_before = p->a.cc.cwnd;
+	p->now += (uint64_t)p->a.rtt.rto_us * 1000 + 1;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	assert_int_equal(p->a.stats.timeouts, 1);
+	assert_true(p->a.cc.cwnd < cwnd_before);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_true(count_type(&p->ab, HARP_PKT_DATA) >= 1);
+	assert_int_equal(p->a.stats.retransmits, (uint64_t)count_type(&p->ab, HARP_PKT_DATA));
+	p->ab.n = 0; /* the retransmissions are lost; the late originals arrive */
+	deliver_all(&p->b, &held, p->now);
+	emit(&p->b, &p->ba, p->now, true);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_int_equal(p->a.stats.spurious_timeouts, 1);
+	assert_true(p->a.cc.cwnd >= cwnd_before); /* restored, then grown by the ack */
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(held.p);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/* A grouped receive: sends in another order find their buffers by tag. */
+static void test_grouped_tags(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[3][3000], dst[3][3000];
+	uint8_t *bufs[3] = { dst[0], dst[1], dst[2] };
+	uint64_t caps[3] = { 3000, 3000, 3000 };
+	uint32_t tags[3] = { 10, 11, 12 };
+	uint64_t lens[3] = { 2500, 0, 3000 };
+	struct harp_req *r, *s[3];
+	int order[3] = { 2, 0, 1 }, i;
+
+	memset(dst, 0, sizeof(dst));
+	for (i = 0; i < 3; i++) {
+		fill_pattern(src[i], sizeof(src[i]), 20u + (uint32_t)i);
+	}
+	r = post_recv(&p->b, 3, bufs, caps, tags);
+	for (i = 0; i < 3; i++) {
+		int k = order[i];
+
+		s[i] = post_send(&p->a, src[k], lens[k], tags[k]);
+	}
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(req_state(s[i]), REQ_DONE);
+		assert_int_equal(r->recv.msg_len[i], lens[i]);
+		assert_memory_equal(src[i], dst[i], lens[i]);
+		free(s[i]);
+	}
+	free(r);
+}
+
+/* Too big for the posted buffer: both sides fail with EMSGSIZE, and the next message flows. */
+static void test_msgsize(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[200], dst[100], dst2[100];
+	struct harp_req *r, *s, *r2, *s2;
+
+	fill_pattern(src, sizeof(src), 30);
+	memset(dst, 0, sizeof(dst));
+	r = announce_recv(p, dst, 100, 3);
+	s = post_send(&p->a, src, 101, 3);
+	r2 = announce_recv(p, dst2, 100, 3);
+	s2 = post_send(&p->a, src + 100, 100, 3);
+	run_clean(p);
+	assert_int_equal(req_state(s), REQ_FAILED);
+	assert_int_equal(s->err, -EMSGSIZE);
+	assert_int_equal(req_state(r), REQ_FAILED);
+	assert_int_equal(r->err, -EMSGSIZE);
+	assert_int_equal(r->recv.msg_len[0], 101);
+	assert_int_equal(r->recv.got[0], 0);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(dst[i], 0); /* nothing truncated into it */
+	}
+	assert_int_equal(req_state(s2), REQ_DONE);
+	assert_int_equal(req_state(r2), REQ_DONE);
+	assert_memory_equal(dst2, src + 100, 100);
+	assert_int_equal(atomic_load(&p->a.state), CONN_READY);
+	assert_int_equal(atomic_load(&p->b.state), CONN_READY);
+	free(r);
+	free(s);
+	free(r2);
+	free(s2);
+}
+
+/* ---- a seeded bad network, both directions, many messages ---------------------------------- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)rng_state;
+}
+
+/* Moves w's packets to conn `to`, dropping, duplicating and shuffling some. */
+static void deliver_bad(struct harp_conn *to, struct wire *w, uint64_t now)
+{
+	int i;
+
+	for (i = w->n - 1; i > 0; i--) { /* reorder: swap a quarter of neighbours */
+		if (rnd() % 4 == 0) {
+			struct pkt t = w->p[i];
+
+			w->p[i] = w->p[i - 1];
+			w->p[i - 1] = t;
+		}
+	}
+	for (i = 0; i < w->n; i++) {
+		uint32_t x = rnd() % 100;
+
+		if (x < 5) {
+			continue; /* 5% lost */
+		}
+		deliver_one(to, &w->p[i], now);
+		if (x < 8) {
+			deliver_one(to, &w->p[i], now); /* 3% duplicated */
+		}
+	}
+	w->n = 0;
+}
+
+static void test_lossy_many_messages(void **state)
+{
+	enum { MSGS = 300, WINDOW = 8, MAXLEN = 40000 };
+	struct pair *p = *state;
+	uint8_t *src = malloc(MAXLEN), *dst = malloc((size_t)WINDOW * MAXLEN);
+	struct harp_req *rq[WINDOW] = { 0 }, *sq[WINDOW] = { 0 };
+	uint64_t lens[MSGS], verified = 0;
+	int posted_r = 0, posted_s = 0, done_r = 0, done_s = 0, rounds;
+
+	rng_state = 0x9e3779b97f4a7c15ull;
+	fill_pattern(src, MAXLEN, 40);
+	for (int i = 0; i < MSGS; i++) {
+		lens[i] = rnd() % MAXLEN;
+	}
+	for (rounds = 0; rounds < 200000 && (done_r < MSGS || done_s < MSGS); rounds++) {
+		while (posted_r < MSGS && posted_r - done_r < WINDOW) {
+			uint8_t *b = dst + (size_t)(posted_r % WINDOW) * MAXLEN;
+			uint64_t cap = MAXLEN;
+			uint32_t tag = 0;
+
+			memset(b, 0, MAXLEN);
+			rq[posted_r % WINDOW] = post_recv(&p->b, 1, &b, &cap, &tag);
+			posted_r++;
+		}
+		while (posted_s < MSGS && posted_s - done_s < WINDOW) {
+			/* message i starts at byte i of the pattern: a misplaced slice shows */
+			uint64_t off = (uint64_t)posted_s % 97;
+			uint64_t len = lens[posted_s] < MAXLEN - off ? lens[posted_s] : MAXLEN - off;
+
+			lens[posted_s] = len;
+			sq[posted_s % WINDOW] = post_send(&p->a, src + off, len, 0);
+			posted_s++;
+		}
+		emit(&p->a, &p->ab, p->now, false);
+		emit(&p->b, &p->ba, p->now, false);
+		deliver_bad(&p->b, &p->ab, p->now);
+		deliver_bad(&p->a, &p->ba, p->now);
+		p->now += 20000;
+		conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+		conn_on_timer(&p->b, p->now, UINT64_MAX / 2);
+		while (done_r < posted_r && req_state(rq[done_r % WINDOW]) != REQ_PENDING) {
+			struct harp_req *r = rq[done_r % WINDOW];
+			uint64_t off = (uint64_t)done_r % 97;
+
+			assert_int_equal(req_state(r), REQ_DONE);
+			assert_int_equal(r->recv.msg_len[0], lens[done_r]);
+			assert_memory_equal(r->recv.bufs[0], src + off, lens[done_r]);
+			verified += lens[done_r];
+			free(r);
+			done_r++;
+		}
+		while (done_s < posted_s && req_state(sq[done_s % WINDOW]) != REQ_PENDING) {
+			assert_int_equal(req_state(sq[done_s % WINDOW]), REQ_DONE);
+			free(sq[done_s % WINDOW]);
+			done_s++;
+		}
+	}
+	printf("# %d messages, %llu bytes verified in %d rounds; a: %llu retransmits (%llu fast, "
+	       "%llu timeouts); b: %llu duplicates, %llu out of order\n",
+	       done_r, (unsigned long long)verified, rounds,
+	       (unsigned long long)p->a.stats.retransmits,
+	       (unsigned long long)p->a.stats.fast_retransmits,
+	       (unsigned long long)p->a.stats.timeouts, (unsigned long long)p->b.stats.rx_duplicates,
+	       (unsigned long long)p->b.stats.rx_out_of_order);
+	assert_int_equal(done_r, MSGS);
+	assert_int_equal(done_s, MSGS);
+	assert_true(p->a.stats.retransmits > 0);
+	assert_true(p->b.stats.rx_duplicates > 0);
+	assert_true(p->b.stats.rx_out_of_order > 0);
+	assert_int_equal(p->b.stats.msgs_received, MSGS);
+	free(src);
+	free(dst);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicates_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_beyond_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rack_fast_retransmit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_and_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_grouped_tags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_msgsize, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lossy_many_messages, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("conn", tests, NULL, NULL);
+}
