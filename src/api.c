@@ -69,6 +69,19 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		       "that reaches the peers");
 		return -EINVAL;
 	}
+	if (!ifmatch_is_plain(p->ifname)) {
+		/* prefixes or a list, as NCCL_SOCKET_IFNAME: the first interface it selects */
+		char first[1][16];
+		int n = harp_ifname_match(p->ifname, first, 1);
+
+		if (n <= 0) {
+			pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
+			       p->ifname);
+			return -ENODEV;
+		}
+		pr_info("HARP_IFNAME=%s selects %s", p->ifname, first[0]);
+		snprintf(p->ifname, sizeof(p->ifname), "%s", first[0]);
+	}
 	return 0;
 bad:
 	pr_err("%s", err);

@@ -40,7 +40,7 @@ struct handle_wire {
 	uint16_t reserved;
 	uint64_t nonce; /* names this listener */
 };
-_Static_assert(sizeof(struct handle_wire) <= HARP_HANDLE_SIZE, "handle fits its 128 bytes");
+_Static_assert(sizeof(struct handle_wire) <= HARP_HANDLE_USED, "handle fits the bytes harp owns");
 _Static_assert(HARP_HANDLE_SIZE <= 128, "NCCL_NET_HANDLE_MAXSIZE is 128 bytes");
 
 enum hello_type {

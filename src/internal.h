@@ -55,6 +55,12 @@ int params_set(struct harp_params *p, const char *env_name, const char *value, c
 int params_load_env(struct harp_params *p, char *err, size_t errlen);
 /* Cross-field checks (frame_count a power of two, queues within port_count, ...). */
 int params_validate(const struct harp_params *p, char *err, size_t errlen);
+
+/* ---- ifmatch.c: NCCL_SOCKET_IFNAME-style interface lists ---- */
+/* Does the interface name match spec (NULL or "": the default list)? */
+bool ifmatch_one(const char *spec, const char *name);
+/* spec names one existing interface, with no list syntax. */
+bool ifmatch_is_plain(const char *spec);
 /* Prints name, value, accepted values and doc of every parameter, one per line. */
 void params_dump(const struct harp_params *p, FILE *out);
 /* The README's table of parameters, in Markdown. */

@@ -172,9 +172,10 @@ static int params_set_str(struct harp_params *p, const struct param_desc *d, con
 	size_t len = strlen(value);
 
 	if (len > d->max_len) {
+		/* the value may be huge: show its start, so the reason still fits */
 		params_error(err, errlen,
-			     "%s=%s is invalid: expected at most %zu characters (%s)", d->env,
-			     value, d->max_len, d->doc);
+			     "%s=%.24s%s is invalid: %zu characters, expected at most %zu (%s)",
+			     d->env, value, len > 24 ? "..." : "", len, d->max_len, d->doc);
 		return -EINVAL;
 	}
 	memcpy(params_str_field(p, d), value, len + 1);

@@ -35,6 +35,11 @@ extern "C" {
 
 /* The opaque connection handle. It must fit NCCL_NET_HANDLE_MAXSIZE. */
 #define HARP_HANDLE_SIZE 128
+/*
+ * harp_listen() zeroes a handle and fills its first HARP_HANDLE_USED bytes; harp_connect() reads
+ * only those. The rest are the caller's, e.g. for set-up state kept beside the handle.
+ */
+#define HARP_HANDLE_USED 64
 struct harp_handle {
 	unsigned char bytes[HARP_HANDLE_SIZE];
 };
@@ -160,6 +165,16 @@ struct harp_conn_stats {
 	int queue;
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
+
+/*
+ * Interfaces that are up with an IPv4 address and match spec, read the way NCCL reads
+ * NCCL_SOCKET_IFNAME: a comma-separated list of name prefixes; a leading '^' excludes them
+ * instead; a leading '=' (after any '^') makes them exact names. NULL or "" means
+ * "^docker,lo,virbr". Copies up to max names (kernel order) and returns how many matched, at
+ * most HARP_IFMATCH_MAX, or a negative errno.
+ */
+#define HARP_IFMATCH_MAX 64
+HARP_API int harp_ifname_match(const char *spec, char (*names)[16], int max);
 
 /* Name of the interface's AF_XDP mode, for logs. */
 HARP_API const char *harp_mode_name(enum harp_xdp_mode mode);
