@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * harp as an NCCL net plugin: one NCCL device per harp interface, one harp connection per NCCL
+ * comm. NCCL's service thread calls listen/connect/accept while its proxy threads call
+ * isend/irecv/test on other comms; harp allows exactly that (set-up and data from two threads,
+ * one comm's data from one thread), so the only lock here guards the process-wide device list
+ * and the table of connects in progress.
+ *
+ * Every harp error is a negative errno; hp_result() is the one place it becomes an
+ * ncclResult_t. Requests are harp's own, wrapped only to remember how many sizes test() reports.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "harp/harp.h"
+#include "internal.h"
+#include "plugin.h"
+
+#define HP_REQS 512		     /* per comm: >= HNCCL_NET_MAX_REQUESTS * HP_MAX_RECVS */
+#define HP_STAGE_MAGIC 0x48504353u   /* "HPCS": a connect in progress, in the handle's tail */
+#define HP_MAX_MSG (1ull << 30)	     /* test() reports int sizes: keep messages well inside */
+#define HP_DEFAULT_SPEED_MBPS 10000
+
+_Static_assert(HNCCL_HANDLE_FITS(struct harp_handle), "harp's handle fits NCCL's");
+_Static_assert(HP_MAX_RECVS == HARP_RECV_MAX_BUFS, "grouped receives match harp's");
+_Static_assert(HP_REQS >= HNCCL_NET_MAX_REQUESTS * HP_MAX_RECVS, "request pool per comm");
+
+struct hp_dev {
+	struct harp_ctx *ctx;
+	struct harp_ctx_info info;
+	char name[16];
+	char *pci_path;
+	uint64_t guid;
+	int speed;
+};
+
+/* Process-wide: the devices, shared by every communicator's init. */
+static struct {
+	pthread_mutex_t lock;
+	int refs;		/* inits not yet finalized */
+	int comms;		/* listen, send and recv comms open */
+	bool destroy_pending;	/* the last finalize came while comms were open */
+	int ndev;
+	struct hp_dev dev[HP_MAX_DEVS];
+	hnccl_logger_fn logger;
+	struct hp_comm *connecting; /* connects whose set-up is in progress */
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* One init's context (v11 and later); the older tables share legacy_ctx. */
+struct hp_ctx {
+	uint64_t comm_id;
+	int traffic_class;
+	struct hnccl_net_attr attr;
+	bool have_attr;
+};
+
+struct hp_comm;
+
+struct hp_req {
+	struct harp_req *req;
+	struct hp_comm *comm;
+	int n; /* sizes test() reports */
+	struct hp_req *next_free;
+};
+
+enum hp_comm_kind { HP_LISTEN = 1, HP_SEND, HP_RECV };
+
+/* Listen, send and recv comms all start with kind and dev, so regMr can take any of them. */
+struct hp_comm {
+	enum hp_comm_kind kind;
+	struct hp_dev *dev;
+	struct harp_conn *conn;
+	struct harp_listener *listener; /* HP_LISTEN */
+	struct hp_comm *next_connecting;
+	uint64_t stage_id;
+	struct hp_req *free_reqs;
+	struct hp_req reqs[];
+};
+
+/* What a send comm keeps in the handle's tail (bytes harp does not own) while it connects. */
+struct hp_stage {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t id;
+};
+_Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) <= HNCCL_NET_HANDLE_MAXSIZE,
+	       "connect state fits beside harp's handle");
+
+/* ---- logging -------------------------------------------------------------------------------- */
+
+static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (g.logger) {
+		g.logger(level, flags, __FILE__, __LINE__, "NET/HARP : %s", msg);
+	} else if (level == HNCCL_LOG_WARN) {
+		fprintf(stderr, "NET/HARP : %s\n", msg);
+	}
+}
+
+#define HP_WARN(...) hp_log(HNCCL_LOG_WARN, HNCCL_NET | HNCCL_INIT, __VA_ARGS__)
+#define HP_INFO(...) hp_log(HNCCL_LOG_INFO, HNCCL_NET | HNCCL_INIT, __VA_ARGS__)
+
+/* harp's own log lines go to NCCL's logger: errors and warnings as WARN, the rest as INFO. */
+static void hp_print(enum harp_log_level level, const char *msg)
+{
+	hp_log(level <= HARP_LOG_WARN ? HNCCL_LOG_WARN : HNCCL_LOG_INFO, HNCCL_NET, "%s", msg);
+}
+
+/* The one translation from harp's negative errno to NCCL's result. */
+static hnccl_result_t hp_result(int err)
+{
+	switch (-err) {
+	case 0:
+		return HNCCL_SUCCESS;
+	case ECONNRESET:
+	case ECONNREFUSED:
+	case ETIMEDOUT:
+	case EPIPE:
+	case EPROTO:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return HNCCL_REMOTE_ERROR; /* the peer, or the path to it */
+	case EINVAL:
+		return HNCCL_INVALID_ARGUMENT;
+	case EMSGSIZE:
+		return HNCCL_INVALID_USAGE;
+	default:
+		return HNCCL_SYSTEM_ERROR;
+	}
+}
+
+/* ---- devices ---------------------------------------------------------------------------------- */
+
+static char *sysfs_device_path(const char *ifname)
+{
+	char link[PATH_MAX];
+
+	snprintf(link, sizeof(link), "/sys/class/net/%s/device", ifname);
+	return realpath(link, NULL); /* NULL for veth, bridges and other virtual interfaces */
+}
+
+static int sysfs_int(const char *ifname, const char *attr, long long *out)
+{
+	char path[PATH_MAX], buf[64];
+	FILE *f;
+	char *end;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, attr);
+	f = fopen(path, "r");
+	if (!f) {
+		return -errno;
+	}
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f); /* reading speed of a link that cannot tell gives EINVAL */
+		return -EINVAL;
+	}
+	fclose(f);
+	errno = 0;
+	*out = strtoll(buf, &end, 10);
+	return errno || end == buf ? -EINVAL : 0;
+}
+
+static uint64_t mac_guid(const char *ifname)
+{
+	char path[PATH_MAX], buf[64];
+	unsigned int m[6];
+	uint64_t guid = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", ifname);
+	f = fopen(path, "r");
+	if (!f) {
+		return 0;
+	}
+	if (fgets(buf, sizeof(buf), f) &&
+	    sscanf(buf, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) == 6) {
+		for (i = 0; i < 6; i++) {
+			guid = guid << 8 | (m[i] & 0xff);
+		}
+	}
+	fclose(f);
+	return guid;
+}
+
+static int dev_speed(const char *ifname, int speed_mbps_param)
+{
+	long long speed = 0;
+
+	if (!sysfs_int(ifname, "speed", &speed) && speed > 0 && speed <= INT_MAX) {
+		return (int)speed;
+	}
+	if (speed_mbps_param) {
+		return speed_mbps_param;
+	}
+	HP_INFO("%s does not report its speed (as on ENA); assuming %d Mbit/s, set HARP_SPEED_MBPS "
+		"to the link's real speed",
+		ifname, HP_DEFAULT_SPEED_MBPS);
+	return HP_DEFAULT_SPEED_MBPS;
+}
+
+static void devices_destroy(void)
+{
+	int i;
+
+	for (i = 0; i < g.ndev; i++) {
+		harp_ctx__destroy(g.dev[i].ctx);
+		free(g.dev[i].pci_path);
+	}
+	memset(g.dev, 0, sizeof(g.dev));
+	g.ndev = 0;
+	g.destroy_pending = false;
+	harp_set_print(NULL);
+}
+
+/* Checks every HARP_* variable, then opens harp on each interface HARP_IFNAME selects. */
+static hnccl_result_t devices_create(void)
+{
+	char names[HARP_IFMATCH_MAX][16], err[256];
+	const char *spec = getenv("HARP_IFNAME");
+	struct harp_params params;
+	int n, i, rc;
+
+	rc = params_load_env(&params, err, sizeof(err));
+	if (rc) {
+		HP_WARN("%s; harp is off, NCCL falls back to its other transports", err);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	n = harp_ifname_match(spec, names, HARP_IFMATCH_MAX);
+	if (n <= 0) {
+		HP_WARN("no interface that is up with an IPv4 address matches HARP_IFNAME=%s; set "
+			"HARP_IFNAME to the interface that reaches the other nodes",
+			spec ? spec : "(unset: ^docker,lo,virbr)");
+		return HNCCL_SYSTEM_ERROR;
+	}
+	if (!spec || !*spec) {
+		n = 1; /* unset: the first interface only, as NCCL's socket transport would pick */
+	}
+	if (n > HP_MAX_DEVS) {
+		HP_INFO("HARP_IFNAME=%s matches %d interfaces; using the first %d", spec, n,
+			HP_MAX_DEVS);
+		n = HP_MAX_DEVS;
+	}
+	harp_set_print(hp_print);
+	for (i = 0; i < n; i++) {
+		struct hp_dev *d = &g.dev[i];
+		struct harp_ctx_opts opts = { .sz = sizeof(opts), .ifname = names[i] };
+
+		d->ctx = harp_ctx__create(&opts);
+		if (!d->ctx) {
+			rc = -errno;
+			HP_WARN("cannot run on %s (%s; the line above says why); harp is off, NCCL "
+				"falls back to its other transports",
+				names[i], strerror(-rc));
+			g.ndev = i;
+			devices_destroy();
+			return rc == -EINVAL ? HNCCL_INVALID_ARGUMENT : HNCCL_SYSTEM_ERROR;
+		}
+		harp_ctx__info(d->ctx, &d->info);
+		memcpy(d->name, names[i], sizeof(d->name));
+		d->pci_path = sysfs_device_path(names[i]);
+		d->guid = mac_guid(names[i]);
+		d->speed = dev_speed(names[i], params.speed_mbps);
+		g.ndev = i + 1;
+		HP_INFO("device %d: %s %s, %d queue%s, AF_XDP %s mode, MTU %d (%d payload bytes per "
+			"packet), UDP ports from %u, %s, %d Mbit/s",
+			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
+			d->info.queues == 1 ? "" : "s", harp_mode_name(d->info.mode), d->info.mtu,
+			d->info.payload_max, d->info.port_base,
+			d->info.hugepages ? "UMEM on hugepages" : "UMEM on normal pages", d->speed);
+	}
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_init(void **ctx, uint64_t comm_id, const struct hnccl_comm_config *config,
+		       hnccl_logger_fn logger, hnccl_profiler_fn profiler)
+{
+	hnccl_result_t res = HNCCL_SUCCESS;
+	struct hp_ctx *c;
+
+	(void)profiler; /* harp raises no profiler events yet */
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		return HNCCL_SYSTEM_ERROR;
+	}
+	c->comm_id = comm_id;
+	c->traffic_class = config ? config->trafficClass : HNCCL_NET_TRAFFIC_CLASS_UNDEF;
+	pthread_mutex_lock(&g.lock);
+	if (logger) {
+		g.logger = logger;
+	}
+	if (!g.refs && !g.ndev) {
+		res = devices_create();
+	}
+	if (res == HNCCL_SUCCESS) {
+		g.refs++;
+		g.destroy_pending = false;
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (res != HNCCL_SUCCESS) {
+		free(c);
+		return res;
+	}
+	*ctx = c;
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_finalize(void *ctx)
+{
+	pthread_mutex_lock(&g.lock);
+	if (g.refs > 0 && --g.refs == 0) {
+		if (g.comms) {
+			/* NCCL closes its comms first; if it did not, the last close tears down */
+			g.destroy_pending = true;
+		} else {
+			devices_destroy();
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	free(ctx);
+	return HNCCL_SUCCESS;
+}
+
+/* dlclose() or exit without finalize (the v8-v10 tables have none): detach from the NICs. */
+__attribute__((destructor)) static void hp_unload(void)
+{
+	pthread_mutex_lock(&g.lock);
+	if (g.ndev) {
+		devices_destroy();
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+hnccl_result_t hp_devices(int *ndev)
+{
+	*ndev = g.ndev;
+	return HNCCL_SUCCESS;
+}
+
+static struct hp_dev *dev_get(int dev)
+{
+	if (dev < 0 || dev >= g.ndev) {
+		HP_WARN("device %d does not exist (harp has %d)", dev, g.ndev);
+		return NULL;
+	}
+	return &g.dev[dev];
+}
+
+hnccl_result_t hp_properties(int dev, struct hp_props *p)
+{
+	struct hp_dev *d = dev_get(dev);
+
+	if (!d) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	memset(p, 0, sizeof(*p));
+	p->name = d->name;
+	p->pci_path = d->pci_path;
+	p->guid = d->guid;
+	p->ptr_support = HNCCL_PTR_HOST;
+	p->speed = d->speed;
+	p->latency = 0;
+	p->max_comms = 65536;
+	p->max_recvs = HP_MAX_RECVS;
+	p->max_p2p_bytes = HP_MAX_MSG;
+	p->max_coll_bytes = HP_MAX_MSG;
+	return HNCCL_SUCCESS;
+}
+
+/* ---- comms ------------------------------------------------------------------------------------ */
+
+static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
+{
+	int nreqs = kind == HP_LISTEN ? 0 : HP_REQS, i;
+	struct hp_comm *c = calloc(1, sizeof(*c) + (size_t)nreqs * sizeof(struct hp_req));
+
+	if (!c) {
+		return NULL;
+	}
+	c->kind = kind;
+	c->dev = d;
+	for (i = nreqs - 1; i >= 0; i--) {
+		c->reqs[i].comm = c;
+		c->reqs[i].next_free = c->free_reqs;
+		c->free_reqs = &c->reqs[i];
+	}
+	pthread_mutex_lock(&g.lock);
+	g.comms++;
+	pthread_mutex_unlock(&g.lock);
+	return c;
+}
+
+static void comm_free(struct hp_comm *c)
+{
+	pthread_mutex_lock(&g.lock);
+	if (--g.comms == 0 && g.destroy_pending) {
+		devices_destroy();
+	}
+	pthread_mutex_unlock(&g.lock);
+	free(c);
+}
+
+hnccl_result_t hp_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	struct hp_dev *d = dev_get(dev);
+	struct hp_comm *c;
+	int err;
+
+	(void)ctx;
+	*listen_comm = NULL;
+	if (!d) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	c = comm_new(HP_LISTEN, d);
+	if (!c) {
+		return HNCCL_SYSTEM_ERROR;
+	}
+	err = harp_listen(d->ctx, (struct harp_handle *)handle, &c->listener);
+	if (err) {
+		comm_free(c);
+		return hp_result(err);
+	}
+	*listen_comm = c;
+	return HNCCL_SUCCESS;
+}
+
+static struct hp_stage *stage_of(void *handle)
+{
+	return (struct hp_stage *)((unsigned char *)handle + HARP_HANDLE_USED);
+}
+
+/* The connect in progress that this handle's tail names, if it is really ours. */
+static struct hp_comm *connecting_take(uint64_t id, bool remove)
+{
+	struct hp_comm **pp, *c = NULL;
+
+	pthread_mutex_lock(&g.lock);
+	for (pp = &g.connecting; *pp; pp = &(*pp)->next_connecting) {
+		if ((*pp)->stage_id == id) {
+			c = *pp;
+			if (remove) {
+				*pp = c->next_connecting;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	return c;
+}
+
+hnccl_result_t hp_connect(void *ctx, int dev, void *handle, void **send_comm,
+			  struct hnccl_net_device_handle **dev_handle)
+{
+	static uint64_t next_id;
+	struct hp_stage *st = stage_of(handle);
+	struct hp_dev *d;
+	struct hp_comm *c = NULL;
+	int err;
+
+	(void)ctx;
+	(void)dev_handle; /* host device: stays NULL */
+	*send_comm = NULL;
+	if (st->magic == HP_STAGE_MAGIC) {
+		c = connecting_take(st->id, false);
+	}
+	if (!c) {
+		d = dev_get(dev);
+		if (!d) {
+			return HNCCL_INVALID_ARGUMENT;
+		}
+		c = comm_new(HP_SEND, d);
+		if (!c) {
+			return HNCCL_SYSTEM_ERROR;
+		}
+		err = harp_connect(d->ctx, (const struct harp_handle *)handle, &c->conn);
+		if (err) {
+			comm_free(c);
+			return hp_result(err);
+		}
+		pthread_mutex_lock(&g.lock);
+		c->stage_id = ++next_id;
+		c->next_connecting = g.connecting;
+		g.connecting = c;
+		pthread_mutex_unlock(&g.lock);
+		st->magic = HP_STAGE_MAGIC;
+		st->id = c->stage_id;
+	}
+	err = harp_conn__establish(c->conn);
+	if (err == -EAGAIN) {
+		return HNCCL_SUCCESS; /* NCCL calls again with this handle */
+	}
+	connecting_take(c->stage_id, true);
+	memset(st, 0, sizeof(*st));
+	if (err) {
+		harp_conn__close(c->conn);
+		comm_free(c);
+		return hp_result(err);
+	}
+	*send_comm = c;
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_accept(void *listen_comm, void **recv_comm,
+			 struct hnccl_net_device_handle **dev_handle)
+{
+	struct hp_comm *l = listen_comm, *c;
+	int err;
+
+	(void)dev_handle;
+	*recv_comm = NULL;
+	if (!l->conn) {
+		err = harp_listener__accept(l->listener, &l->conn);
+		if (err == -EAGAIN) {
+			return HNCCL_SUCCESS;
+		}
+		if (err) {
+			return hp_result(err);
+		}
+	}
+	err = harp_conn__establish(l->conn);
+	if (err == -EAGAIN) {
+		return HNCCL_SUCCESS;
+	}
+	if (err) {
+		harp_conn__close(l->conn);
+		l->conn = NULL;
+		return hp_result(err);
+	}
+	c = comm_new(HP_RECV, l->dev);
+	if (!c) {
+		return HNCCL_SYSTEM_ERROR; /* the set-up connection stays with the listener */
+	}
+	c->conn = l->conn;
+	l->conn = NULL;
+	*recv_comm = c;
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_close_listen(void *listen_comm)
+{
+	struct hp_comm *l = listen_comm;
+
+	if (!l) {
+		return HNCCL_SUCCESS;
+	}
+	harp_conn__close(l->conn); /* a peer accepted but never handed to NCCL */
+	harp_listener__close(l->listener);
+	comm_free(l);
+	return HNCCL_SUCCESS;
+}
+
+static hnccl_result_t close_conn_comm(struct hp_comm *c)
+{
+	if (!c) {
+		return HNCCL_SUCCESS;
+	}
+	harp_conn__close(c->conn);
+	comm_free(c);
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_close_send(void *send_comm)
+{
+	return close_conn_comm(send_comm);
+}
+
+hnccl_result_t hp_close_recv(void *recv_comm)
+{
+	return close_conn_comm(recv_comm);
+}
+
+/* ---- memory ------------------------------------------------------------------------------------ */
+
+hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+	struct hp_comm *c = comm;
+	struct harp_mr *mr;
+	int err;
+
+	*mhandle = NULL;
+	if (type != HNCCL_PTR_HOST) {
+		HP_WARN("regMr: memory type %d is not host memory; harp reaches host memory only "
+			"(ptrSupport says so)",
+			type);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	err = harp_mr__reg(c->dev->ctx, data, size, &mr);
+	if (err) {
+		return hp_result(err);
+	}
+	*mhandle = mr;
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+				int fd, void **mhandle)
+{
+	(void)comm;
+	(void)offset;
+	*mhandle = NULL;
+	HP_WARN("regMrDmaBuf (fd %d, %p+%zu, type %d): harp does not take DMA-BUF memory; its "
+		"ptrSupport is host memory only",
+		fd, data, size, type);
+	return HNCCL_INVALID_USAGE;
+}
+
+hnccl_result_t hp_dereg_mr(void *comm, void *mhandle)
+{
+	(void)comm;
+	harp_mr__dereg(mhandle);
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_get_device_mr(void *comm, void *mhandle, void **dptr_mhandle)
+{
+	(void)comm;
+	(void)mhandle;
+	*dptr_mhandle = NULL;
+	return HNCCL_SUCCESS; /* host device: no device-side handle */
+}
+
+hnccl_result_t hp_irecv_consumed(void *recv_comm, int n, void *request)
+{
+	(void)recv_comm;
+	(void)n;
+	(void)request;
+	return HNCCL_SUCCESS; /* only device-offloaded comms need it */
+}
+
+/* ---- data --------------------------------------------------------------------------------------- */
+
+static struct hp_req *req_get(struct hp_comm *c)
+{
+	struct hp_req *r = c->free_reqs;
+
+	if (r) {
+		c->free_reqs = r->next_free;
+	}
+	return r;
+}
+
+static void req_put(struct hp_comm *c, struct hp_req *r)
+{
+	r->req = NULL;
+	r->next_free = c->free_reqs;
+	c->free_reqs = r;
+}
+
+hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			void **request)
+{
+	struct hp_comm *c = send_comm;
+	struct hp_req *r;
+	int err;
+
+	*request = NULL;
+	if (size > HP_MAX_MSG) {
+		HP_WARN("isend of %zu bytes: larger than maxP2pBytes (%llu)", size, HP_MAX_MSG);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	r = req_get(c);
+	if (!r) {
+		return HNCCL_SUCCESS; /* NCCL retries */
+	}
+	err = harp_conn__isend(c->conn, data, size, (uint32_t)tag, mhandle, &r->req);
+	if (err) {
+		req_put(c, r);
+		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
+	}
+	r->n = 1;
+	*request = r;
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
+			void **mhandles, void **request)
+{
+	struct hp_comm *c = recv_comm;
+	uint32_t utags[HP_MAX_RECVS];
+	struct hp_req *r;
+	int err, i;
+
+	*request = NULL; /* also replaces an "optional completion" preset */
+	if (n < 1 || n > HP_MAX_RECVS) {
+		HP_WARN("irecv of %d buffers: harp takes 1 to %d (maxRecvs)", n, HP_MAX_RECVS);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	for (i = 0; i < n; i++) {
+		utags[i] = (uint32_t)tags[i];
+	}
+	r = req_get(c);
+	if (!r) {
+		return HNCCL_SUCCESS;
+	}
+	err = harp_conn__irecv(c->conn, n, data, sizes, utags, (struct harp_mr **)mhandles,
+			       &r->req);
+	if (err) {
+		req_put(c, r);
+		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
+	}
+	r->n = n;
+	*request = r;
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+			 void **request)
+{
+	(void)recv_comm;
+	(void)n;
+	(void)data;
+	(void)sizes;
+	(void)mhandles;
+	*request = NULL; /* host memory: nothing to flush */
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_test(void *request, int *done, int *sizes)
+{
+	struct hp_req *r = request;
+	size_t got[HP_MAX_RECVS];
+	int err, i, n;
+
+	*done = 0;
+	if (!r || !r->req) {
+		HP_WARN("test: %p is not a pending harp request", request);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	err = harp_req__test(r->req, done, got);
+	if (!err && !*done) {
+		return HNCCL_SUCCESS;
+	}
+	/* done or failed: harp has released its request; ours goes back to its comm */
+	n = r->n;
+	req_put(r->comm, r);
+	if (err) {
+		*done = 0;
+		return hp_result(err);
+	}
+	for (i = 0; sizes && i < n; i++) {
+		sizes[i] = (int)got[i];
+	}
+	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_set_net_attr(void *ctx, const struct hnccl_net_attr *attr)
+{
+	struct hp_ctx *c = ctx;
+
+	if (!c || !attr) {
+		return HNCCL_SUCCESS;
+	}
+	/* harp runs one path per connection today, so the flow hints change nothing yet; keep
+	 * them so a multi-path version can honour maxFlowsPerPeer */
+	c->attr = *attr;
+	c->have_attr = true;
+	return HNCCL_SUCCESS;
+}
