@@ -74,6 +74,12 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		char first[1][16];
 		int n = harp_ifname_match(p->ifname, first, 1);
 
+		if (n <= 0 && !strpbrk(p->ifname, ",^=")) {
+			pr_err("interface %s: %s (nor does any interface that is up with an IPv4 "
+			       "address start with it)",
+			       p->ifname, strerror(ENODEV));
+			return -ENODEV;
+		}
 		if (n <= 0) {
 			pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
 			       p->ifname);

@@ -85,6 +85,31 @@ struct ctrl_setup {
 	char peer_name[INET_ADDRSTRLEN + 8];
 };
 
+/*
+ * The control connection also watches the peer's host: with keepalive and a user timeout both
+ * at HARP_PEER_TIMEOUT_MS, a host that vanishes (power, partition) fails the connection even
+ * when no data is outstanding to time out on. A process that merely stops is another matter:
+ * its kernel still answers, and the data path's timer catches it.
+ */
+static void ctrl_keepalive(int fd, int peer_timeout_ms)
+{
+	int on = 1, idle = peer_timeout_ms / 3000, intvl = 1, cnt, user = peer_timeout_ms;
+
+	if (idle < 1) {
+		idle = 1;
+	}
+	cnt = peer_timeout_ms / 1000 - idle;
+	if (cnt < 1) {
+		cnt = 1;
+	}
+	/* best effort: a kernel without one of these still works, only slower to notice */
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+}
+
 /* ---- listener ------------------------------------------------------------------------------ */
 
 int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_listener *l)
@@ -152,6 +177,7 @@ int ctrl_accept(struct harp_listener *l, struct harp_conn *c)
 		return -ENOMEM;
 	}
 	c->ctrl_fd = fd;
+	ctrl_keepalive(fd, l->ctx->params.peer_timeout_ms);
 	c->is_listener_side = true;
 	c->setup->nonce = l->nonce;
 	snprintf(c->setup->peer_name, sizeof(c->setup->peer_name), "%s:%u",
@@ -194,6 +220,7 @@ int ctrl_connect(struct harp_conn *c, const struct harp_handle *handle)
 	if (c->ctrl_fd < 0) {
 		return -errno;
 	}
+	ctrl_keepalive(c->ctrl_fd, c->ctx->params.peer_timeout_ms);
 	/* Leave from harp's interface address, so the data path and this one agree. */
 	if (bind(c->ctrl_fd, (struct sockaddr *)&me, sizeof(me))) {
 		err = -errno;
