@@ -321,6 +321,9 @@ static int deliver_msgerr(struct harp_conn *c, const struct harp_hdr *h)
 	if (!r || r->recv.rsn != h->rsn || i >= r->recv.nbufs || (r->recv.done_mask & (1u << i))) {
 		return -EPROTO;
 	}
+	if (h->msg_len <= r->recv.cap[i] || r->recv.got[i]) {
+		return -EPROTO; /* refusing what fits, or what already began to arrive */
+	}
 	r->recv.msg_len[i] = h->msg_len;
 	r->recv.err = -EMSGSIZE;
 	r->recv.done_mask |= 1u << i;

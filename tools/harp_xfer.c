@@ -6,6 +6,12 @@
  * derive from the same seed, so the receiver checks every byte with memcmp and the sender never
  * regenerates data. Up to --window messages per connection and direction are in flight, the
  * way NCCL pipelines its slots.
+ *
+ * --recv-short N makes every N-th message of each flow (index k with k % N == N - 1, counted per
+ * connection and direction from 0, zero-byte messages excepted) one byte too big for the receive
+ * posted for it: both sides know which ones from their arguments alone, both expect exactly those
+ * to fail with EMSGSIZE (and the refused receive buffer to stay untouched: no truncation), and
+ * every other message is verified as usual, so the connection must keep working past each one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,11 +30,13 @@
 #define MAX_CONNS 256
 #define PATTERN_SLACK 4096
 #define WINDOW_MAX 16
+#define CANARY 0xa5 /* fills a receive buffer whose message must be refused */
 
 struct opts {
 	bool server;
 	const char *ifname, *handle_file;
 	int queues, conns, count, window, timeout_s;
+	int recv_short; /* every recv_short-th message is too big for its receive; 0: none */
 	bool bidir, quiet;
 	uint64_t sizes[MAX_SIZES];
 	int nsizes;
@@ -59,6 +67,7 @@ struct run {
 	uint8_t *pattern[2]; /* by direction: 0 client->server, 1 server->client */
 	uint64_t max_size;
 	uint64_t verified_bytes, sent_bytes, verified_msgs;
+	uint64_t msgsize_send_errors, msgsize_recv_errors; /* expected EMSGSIZE failures seen */
 	int failed;
 };
 
@@ -126,7 +135,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: harp-xfer server|client --ifname IF --handle-file PATH [--queues N]\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
-		"       [--total BYTES] [--timeout SEC] [--quiet]\n");
+		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--quiet]\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -137,7 +146,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "sizes", required_argument, 0, 's' },	 { "count", required_argument, 0, 'n' },
 		{ "window", required_argument, 0, 'w' }, { "bidir", no_argument, 0, 'b' },
 		{ "total", required_argument, 0, 't' },	 { "timeout", required_argument, 0, 'T' },
-		{ "quiet", no_argument, 0, 'Q' },	 { 0, 0, 0, 0 },
+		{ "quiet", no_argument, 0, 'Q' },	 { "recv-short", required_argument, 0, 'R' },
+		{ 0, 0, 0, 0 },
 	};
 	char sizes_default[] = "1M";
 	int c;
@@ -177,12 +187,13 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case 'T': o->timeout_s = atoi(optarg); break;
 		case 'Q': o->quiet = true; break;
+		case 'R': o->recv_short = atoi(optarg); break;
 		default: usage(); return -1;
 		}
 	}
 	if (!o->ifname || !o->handle_file || o->conns < 1 || o->conns > MAX_CONNS ||
 	    o->count < 1 || o->window < 1 || o->window > WINDOW_MAX || o->queues < 1 ||
-	    o->timeout_s < 1) {
+	    o->timeout_s < 1 || o->recv_short < 0) {
 		usage();
 		return -1;
 	}
@@ -199,6 +210,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 static uint64_t msg_size(const struct opts *o, int k)
 {
 	return o->sizes[k / o->count];
+}
+
+/* Message k is posted a receive one byte smaller than itself (see --recv-short). */
+static bool msg_short(const struct opts *o, int k)
+{
+	return o->recv_short && k % o->recv_short == o->recv_short - 1 && msg_size(o, k) > 0;
 }
 
 static const uint8_t *msg_bytes(const struct run *r, int dir, int conn, int k)
@@ -389,6 +406,12 @@ static int post_recv(struct run *r, struct xconn *x)
 	size_t cap = msg_size(&r->o, k);
 	uint32_t tag = (uint32_t)k & 0xff;
 
+	if (msg_short(&r->o, k)) {
+		/* The buffer holds cap + 1 bytes; all must still be canary when the receive fails. */
+		memset(buf, CANARY, cap);
+		cap--;
+	}
+
 	err = harp_conn__irecv(x->conn, 1, &buf, &cap, &tag, NULL, &f->reqs[slot]);
 	if (err == -EAGAIN) {
 		return 0;
@@ -410,16 +433,49 @@ static int test_oldest(struct run *r, struct xconn *x, struct flow *f, bool is_r
 	uint64_t want;
 
 	err = harp_req__test(f->reqs[slot], &done, &size);
+	k = f->req_msg[slot];
+	want = msg_size(&r->o, k);
+	if (msg_short(&r->o, k) && err == -EMSGSIZE) {
+		/* Refused as it must be: nothing of it may have landed in the buffer. */
+		if (is_rx && (f->bufs[slot][0] != CANARY ||
+			      memcmp(f->bufs[slot], f->bufs[slot] + 1, want - 1))) {
+			fprintf(stderr,
+				"harp-xfer: conn %d msg %d: the receive failed with EMSGSIZE but its "
+				"buffer was written to\n",
+				x->id, k);
+			return -EBADMSG;
+		}
+		if (is_rx) {
+			r->msgsize_recv_errors++;
+		} else {
+			r->msgsize_send_errors++;
+		}
+		f->completed++;
+		return 1;
+	}
+	if (err == -EMSGSIZE) {
+		fprintf(stderr,
+			"harp-xfer: conn %d %s msg %d failed with EMSGSIZE, but the message (%" PRIu64
+			" bytes) should fit its receive (--recv-short %d)\n",
+			x->id, is_rx ? "receive" : "send", k, want, r->o.recv_short);
+		return err;
+	}
 	if (err) {
 		fprintf(stderr, "harp-xfer: conn %d %s msg %d failed: %s\n", x->id,
-			is_rx ? "receive" : "send", f->req_msg[slot], strerror(-err));
+			is_rx ? "receive" : "send", k, strerror(-err));
 		return err;
 	}
 	if (!done) {
 		return 0;
 	}
-	k = f->req_msg[slot];
-	want = msg_size(&r->o, k);
+	if (msg_short(&r->o, k)) {
+		fprintf(stderr,
+			"harp-xfer: conn %d %s msg %d completed (%zu bytes), but the message (%" PRIu64
+			" bytes) should not fit its %" PRIu64 "-byte receive (--recv-short %d): "
+			"expected EMSGSIZE\n",
+			x->id, is_rx ? "receive" : "send", k, size, want, want - 1, r->o.recv_short);
+		return -EBADMSG;
+	}
 	if (size != want) {
 		fprintf(stderr, "harp-xfer: conn %d msg %d: %zu bytes, expected %" PRIu64 "\n", x->id,
 			k, size, want);
@@ -568,6 +624,10 @@ static void report(struct run *r, double secs, int rc)
 	       info.mtu, info.queues, r->o.conns);
 	printf("verified_msgs=%" PRIu64 "\nverified_bytes=%" PRIu64 "\nsent_bytes=%" PRIu64 "\n",
 	       r->verified_msgs, r->verified_bytes, r->sent_bytes);
+	printf("msgsize_errors=%" PRIu64 "\nmsgsize_send_errors=%" PRIu64
+	       "\nmsgsize_recv_errors=%" PRIu64 "\n",
+	       r->msgsize_send_errors + r->msgsize_recv_errors, r->msgsize_send_errors,
+	       r->msgsize_recv_errors);
 	printf("seconds=%.3f\ngoodput_gbps=%.3f\ncpu_seconds=%.3f\n", secs,
 	       secs > 0 ? (double)(r->verified_bytes + r->sent_bytes) * 8 / secs / 1e9 : 0.0, cpu);
 	printf("retransmits=%" PRIu64 "\nfast_retransmits=%" PRIu64 "\ntimeouts=%" PRIu64 "\n",
