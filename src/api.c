@@ -172,6 +172,10 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		}
 		ctx->nengines++;
 	}
+	err = engine_keeper_start(ctx);
+	if (err) {
+		goto err_engines;
+	}
 	pr_info("%s: %d queue(s), AF_XDP %s mode, IP MTU %d (%u payload bytes per packet), UMEM "
 		"on %s",
 		ctx->ifi.name, ctx->nengines,
@@ -200,6 +204,7 @@ void harp_ctx__destroy(struct harp_ctx *ctx)
 	if (!ctx) {
 		return;
 	}
+	engine_keeper_stop(ctx); /* before the engines go: it may be running one */
 	for (q = 0; q < ctx->nengines; q++) {
 		engine_fini(&ctx->engines[q]);
 	}

@@ -120,6 +120,9 @@ static void send_release(struct harp_conn *c, struct harp_req *s, int err)
 
 static void recv_release(struct harp_conn *c, struct harp_req *r)
 {
+	/* The sender's send completes only on our ack, and our caller may not run this engine
+	 * again soon (its receive is done): ack in this pass, not after CONN_ACK_DELAY_NS. */
+	c->ack_now = true;
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = NULL;
 	req_finish(r, r->recv.err);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -374,6 +375,7 @@ int engine_progress(struct harp_engine *e)
 		return 0;
 	}
 	now = now_ns();
+	atomic_store_explicit(&e->last_run_ns, now, memory_order_relaxed);
 	adopt(e, now);
 	xsk_port_reclaim(p);
 	for (i = 0; i < 4; i++) {
@@ -408,4 +410,61 @@ int engine_progress(struct harp_engine *e)
 	/* release: our writes are visible to whichever thread runs the engine next */
 	atomic_store_explicit(&e->busy, false, memory_order_release);
 	return (int)(rx + b.used);
+}
+
+/*
+ * The keeper. Progress normally runs in the caller's test(); but a rank whose receives are all
+ * done stops calling, and then nothing answers a retransmission after a lost ack, so its peer's
+ * send would hang until HARP_PEER_TIMEOUT_MS. The keeper runs any engine that no caller has run
+ * for HARP_IDLE_PROGRESS_US, under the same try-flag, so it never competes with a busy caller.
+ */
+static void *keeper_main(void *arg)
+{
+	struct harp_ctx *ctx = arg;
+	uint64_t idle_ns = (uint64_t)ctx->params.idle_progress_us * 1000;
+	struct timespec nap = { .tv_sec = (time_t)(idle_ns / 1000000000ull),
+				.tv_nsec = (long)(idle_ns % 1000000000ull) };
+	int q;
+
+	while (!atomic_load_explicit(&ctx->keeper_stop, memory_order_relaxed)) {
+		uint64_t now = now_ns();
+
+		for (q = 0; q < ctx->nengines; q++) {
+			struct harp_engine *e = &ctx->engines[q];
+
+			if (now - atomic_load_explicit(&e->last_run_ns, memory_order_relaxed) >=
+			    idle_ns) {
+				engine_progress(e);
+			}
+		}
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+int engine_keeper_start(struct harp_ctx *ctx)
+{
+	int err;
+
+	if (!ctx->params.idle_progress_us) {
+		return 0;
+	}
+	err = pthread_create(&ctx->keeper, NULL, keeper_main, ctx);
+	if (err) {
+		pr_err("keeper thread: pthread_create failed: %s", strerror(err));
+		return -err;
+	}
+	pthread_setname_np(ctx->keeper, "harp-keeper");
+	ctx->keeper_started = true;
+	return 0;
+}
+
+void engine_keeper_stop(struct harp_ctx *ctx)
+{
+	if (!ctx->keeper_started) {
+		return;
+	}
+	atomic_store(&ctx->keeper_stop, true);
+	pthread_join(ctx->keeper, NULL);
+	ctx->keeper_started = false;
 }

@@ -28,6 +28,7 @@ struct harp_engine {
 	struct harp_conn *ack_list;
 	int epfd; /* control sockets of adopted connections */
 	uint64_t next_ctrl_ns;
+	_Atomic uint64_t last_run_ns; /* when a pass last began (the keeper reads it) */
 	uint32_t rng;
 	struct harp_queue_stats stats;
 };
@@ -44,7 +45,14 @@ struct harp_ctx {
 	uint16_t id_gen[HARP_MAX_CONNS];
 	bool id_used[HARP_MAX_CONNS];
 	_Atomic uint32_t next_engine;
+	pthread_t keeper; /* runs engines no caller has run lately (HARP_IDLE_PROGRESS_US) */
+	bool keeper_started;
+	_Atomic bool keeper_stop;
 };
+
+/* Starts and stops the keeper thread (no thread when HARP_IDLE_PROGRESS_US is 0). */
+int engine_keeper_start(struct harp_ctx *ctx);
+void engine_keeper_stop(struct harp_ctx *ctx);
 
 int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue);
 void engine_fini(struct harp_engine *e);
