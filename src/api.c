@@ -455,8 +455,7 @@ void harp_conn__close(struct harp_conn *c)
 		conn_destroy(c); /* never handed to an engine */
 		return;
 	}
-	/* release: all our use of the connection happens before the engine frees it */
-	atomic_store_explicit(&c->close_req, true, memory_order_release);
+	engine_close_conn(c->engine, c);
 }
 
 int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
@@ -493,6 +492,15 @@ int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **
 
 void harp_mr__dereg(struct harp_mr *mr)
 {
+	int q;
+
+	if (!mr) {
+		return;
+	}
+	/* memory that may be freed next must not be read or written by any engine after this */
+	for (q = 0; q < mr->ctx->nengines; q++) {
+		engine_forget_region(&mr->ctx->engines[q], mr->addr, mr->len);
+	}
 	free(mr);
 }
 

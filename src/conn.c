@@ -127,6 +127,37 @@ static void recv_release(struct harp_conn *c, struct harp_req *r)
 	req_finish(r, r->recv.err);
 }
 
+static bool overlaps(const void *a, uint64_t alen, const void *b, size_t blen)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return alen && blen && x < y + blen && y < x + alen;
+}
+
+bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len)
+{
+	uint32_t i;
+	int k;
+
+	for (i = 0; i < CONN_REQS; i++) {
+		const struct harp_req *s = c->send_slots[i];
+
+		if (s && overlaps(s->send.buf, s->send.len, addr, len)) {
+			return true;
+		}
+	}
+	for (i = 0; i < CONN_RECV_SLOTS; i++) {
+		const struct harp_req *r = c->recv_slots[i];
+
+		for (k = 0; r && k < r->recv.nbufs; k++) {
+			if (overlaps(r->recv.bufs[k], r->recv.cap[k], addr, len)) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 void conn_fail(struct harp_conn *c, int err)
 {
 	uint32_t i;

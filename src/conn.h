@@ -181,6 +181,8 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 bool conn_take_request(struct harp_conn *c, struct harp_req *r);
 /* Timers: retransmission timeout, dead peer. */
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
+/* Does a pending request read or write [addr, addr+len)? */
+bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */
 void conn_fail(struct harp_conn *c, int err);
 /* The peer's final cumulative ack, from its close message on the control channel. */

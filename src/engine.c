@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -467,4 +468,48 @@ void engine_keeper_stop(struct harp_ctx *ctx)
 	atomic_store(&ctx->keeper_stop, true);
 	pthread_join(ctx->keeper, NULL);
 	ctx->keeper_started = false;
+}
+
+/*
+ * Closes a connection so that, once this returns, no engine pass reads the caller's buffers
+ * again (NCCL frees them right after closing, requests still pending). It waits for whoever
+ * runs the engine, a caller or the keeper, to finish its pass, then reaps the connection itself.
+ */
+static void engine_hold(struct harp_engine *e)
+{
+	while (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
+		sched_yield(); /* a pass takes microseconds */
+	}
+}
+
+void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
+{
+	engine_hold(e);
+	adopt(e, now_ns());
+	atomic_store_explicit(&c->close_req, true, memory_order_relaxed);
+	reap_closed(e);
+	atomic_store_explicit(&e->busy, false, memory_order_release);
+}
+
+/*
+ * Deregistering memory with requests still pending on it is how an aborting caller says "stop":
+ * those connections fail (-ECANCELED) before the memory can be freed.
+ */
+void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
+{
+	struct harp_conn *c;
+
+	engine_hold(e);
+	adopt(e, now_ns());
+	take_requests(e); /* posted but not yet taken: they count too */
+	for (c = e->conns; c; c = c->next_active) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
+		    conn_uses_region(c, addr, len)) {
+			pr_warn("conn %u: memory %p+%zu deregistered with requests pending on it; "
+				"failing the connection",
+				c->id, addr, len);
+			conn_fail(c, -ECANCELED);
+		}
+	}
+	atomic_store_explicit(&e->busy, false, memory_order_release);
 }

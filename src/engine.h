@@ -58,6 +58,10 @@ int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue);
 void engine_fini(struct harp_engine *e);
 /* Runs the engine once if no other thread is. Returns packets handled, or 0 when busy. */
 int engine_progress(struct harp_engine *e);
+/* Fails every connection with a request in [addr, addr+len): no pass touches it afterwards. */
+void engine_forget_region(struct harp_engine *e, const void *addr, size_t len);
+/* Closes c on its engine at once: no pass touches its buffers after this returns. */
+void engine_close_conn(struct harp_engine *e, struct harp_conn *c);
 /* Hands an established connection to its engine (any thread). */
 void engine_handover(struct harp_engine *e, struct harp_conn *c);
 
