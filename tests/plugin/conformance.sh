@@ -1,0 +1,398 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Drives libnccl-net-harp.so the way NCCL does, through each ncclNetPlugin_vN table: a server in
+# namespace B and a client in namespace A, each a harp-net-driver, joined by one veth pair.
+#
+#   conformance.sh --plugin SO --driver BIN [options]
+#     --versions LIST     tables to drive, comma-separated (default 8,9,10,11,12)
+#     --scenarios LIST    comma-separated, or all (default basic,pipeline,grouped):
+#                         basic pipeline many grouped close-order peer-kill idle-peer
+#                         init-fail
+#     --only WHAT         symbols: only check the exported symbols (no root needed);
+#                         init-fail: only the init failure cases
+#     --queues N          veth queues, and HARP_QUEUES=N for both sides (default 1)
+#     --devices N         veth pairs between A and B (1 or 2); HARP_IFNAME matches all of them,
+#                         so the plugin reports N devices and many spreads its pairs over them
+#     --client-env WORDS  NAME=VALUE words (space-separated) for the client's environment only,
+#                         e.g. "HARP_FAULT_DROP_PPM=300000" to lose packets the client receives
+#     --valgrind          run one side under valgrind's memcheck (the server; for peer-kill the
+#                         client, which outlives its peer)
+#
+# The scenarios are described in net_driver.c. init-fail runs three cases per version: an
+# interface that does not exist, HARP_QUEUES=abc and an unknown HARP_FOO=1; each must make init
+# fail with exactly one WARN line that names the cause. peer-kill runs twice: the server gets
+# SIGKILL, then (a fresh pair) SIGSTOP, in the middle of a pipeline; the client must see a request
+# fail within 3 s of the kill, and 1.5 to 6 s after the stop (HARP_PEER_TIMEOUT_MS=2000).
+# idle-peer: the server stops calling the plugin once its receives are done; the client's sends
+# must still complete (harp's keeper thread acks for an idle rank).
+#
+# Valgrind and BPF: memcheck does not know what the kernel writes back through bpf() (BTF and
+# program info, per-CPU map values), so once harp loads its XDP program memcheck reports
+# uninitialised values inside libbpf and libxdp. Scenarios that load it run with
+# --undef-value-errors=no (still catching invalid reads and writes, invalid frees and definite
+# leaks); init-fail, which ends before any bpf() call, gets the full check.
+#
+# Prints one line per case and the driver's output for failures; exits 0 if every case held, 1 if
+# one did not, 2 on bad usage, 77 if it cannot run here (not root, a tool missing).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+netns_dir=$(cd "$here/../netns" && pwd)
+# shellcheck source=tests/netns/lib.sh
+source "$netns_dir/lib.sh"
+
+usage() {
+	sed -n '4,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+plugin="" driver="" versions="8,9,10,11,12" scenarios="basic,pipeline,grouped" only=""
+use_valgrind=0 queues=1 devices=1 client_env=""
+while (($#)); do
+	case $1 in
+	--plugin) plugin=${2:?} && shift ;;
+	--driver) driver=${2:?} && shift ;;
+	--versions) versions=${2:?} && shift ;;
+	--scenarios) scenarios=${2:?} && shift ;;
+	--only) only=${2:?} && shift ;;
+	--queues) queues=${2:?} && shift ;;
+	--devices) devices=${2:?} && shift ;;
+	--client-env) client_env=${2:?} && shift ;;
+	--valgrind) use_valgrind=1 ;;
+	*) usage ;;
+	esac
+	shift
+done
+if [[ $scenarios == all ]]; then
+	scenarios="basic,pipeline,many,grouped,close-order,peer-kill,idle-peer,init-fail"
+fi
+IFS=, read -r -a version_list <<<"$versions"
+IFS=, read -r -a scenario_list <<<"$scenarios"
+for v in "${version_list[@]}"; do
+	[[ $v =~ ^(8|9|10|11|12)$ ]] || usage
+done
+for s in "${scenario_list[@]}"; do
+	[[ $s =~ ^(basic|pipeline|many|grouped|close-order|peer-kill|init-fail|idle-peer)$ ]] ||
+		usage
+done
+case $only in
+"" | symbols | init-fail) ;;
+*) usage ;;
+esac
+[[ $queues =~ ^[1-9]$ && $devices =~ ^[12]$ ]] || usage
+if [[ -z $plugin || ! -f $plugin ]]; then
+	echo "conformance: no plugin at '$plugin' (--plugin)" >&2
+	exit 1
+fi
+plugin=$(realpath "$plugin")
+# harp refuses HARP_* variables it does not know; this one belongs to the netns scripts.
+unset HARP_XFER
+
+fail=0
+report() {
+	echo "conformance: FAIL $*"
+	fail=1
+}
+
+# check_symbols: the .so's dynamic symbol table defines exactly NCCL's five tables.
+check_symbols() {
+	local want got line
+	if ! command -v nm >/dev/null; then
+		echo "conformance: missing tool: nm" >&2
+		exit 77
+	fi
+	want=$(printf 'ncclNetPlugin_v%s\n' 8 9 10 11 12 | sort)
+	got=$(nm -D --defined-only "$plugin" | awk '{ print $NF }' | sort)
+	if [[ $got != "$want" ]]; then
+		report "symbols: nm -D --defined-only lists:"
+		while read -r line; do
+			echo "    | $line"
+		done <<<"$got"
+		echo "    expected exactly: $(tr '\n' ' ' <<<"$want")"
+	else
+		echo "conformance: case=symbols exported=$(tr '\n' ' ' <<<"$got")result=PASS"
+	fi
+}
+
+if [[ $only == symbols ]]; then
+	check_symbols
+	exit "$fail"
+fi
+
+if [[ -z $driver || ! -x $driver ]]; then
+	echo "conformance: no harp-net-driver at '$driver' (--driver)" >&2
+	exit 1
+fi
+driver=$(realpath "$driver")
+if ((use_valgrind)) && ! command -v valgrind >/dev/null; then
+	echo "conformance: missing tool: valgrind (apt-get install valgrind)" >&2
+	exit 77
+fi
+# --keep-debuginfo: leaks are reported after dlclose, and their stacks run through the plugin
+valgrind_full=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+	--keep-debuginfo=yes)
+valgrind_bpf=("${valgrind_full[@]}" --undef-value-errors=no)
+
+stopped="" # a server driver that peer-kill may have stopped
+# shellcheck disable=SC2317 # called from the EXIT trap
+harness_cleanup_extra() {
+	if [[ -n $stopped ]]; then
+		kill -KILL "$stopped" 2>/dev/null || true
+		kill -CONT "$stopped" 2>/dev/null || true
+	fi
+}
+harness_init plugin
+topo_pair 1500 "$queues" || exit
+# A second veth pair (its own /24 in 198.19/16); its names extend the first's, so HARP_IFNAME=$if_a
+# (a prefix, as in NCCL_SOCKET_IFNAME) matches both, first pair first.
+if ((devices == 2)); then
+	topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" 1500 "$queues"
+	ns_exec "$ns_a" ip addr add "198.19.$topo_net.1/24" dev "${if_a}2"
+	ns_exec "$ns_b" ip addr add "198.19.$topo_net.2/24" dev "${if_b}2"
+	topo_wait_ping "$ns_a" "198.19.$topo_net.2" || exit
+	topo_log "second pair ${if_a}2 <-> ${if_b}2 in 198.19.$topo_net.0/24"
+fi
+
+# Seconds a driver may take (its --timeout); the wrappers kill it 30 s later. Each scenario needs
+# a few seconds here; the margin is for loaded machines and valgrind.
+driver_timeout() {
+	local scenario=$1 t
+	case $scenario in
+	pipeline) t=240 ;;
+	*) t=60 ;;
+	esac
+	((use_valgrind)) && t=$((t * 4))
+	echo "$t"
+}
+
+# show_side NAME FILE_PREFIX: a failed case's output, indented.
+show_side() {
+	echo "    --- $1 stdout"
+	sed 's/^/    | /' "$2.out"
+	echo "    --- $1 stderr (last 40 lines)"
+	tail -n 40 "$2.err" | sed 's/^/    | /'
+}
+
+# key FILE KEY: the value of KEY=... in FILE (empty if absent).
+key() {
+	sed -n "s/^$2=//p" "$1" | tail -n 1
+}
+
+# valgrind_side SCENARIO: the side that runs under valgrind with --valgrind: the server, except
+# where the server is killed.
+valgrind_side() {
+	if [[ $1 == peer-kill ]]; then
+		echo client
+	else
+		echo server
+	fi
+}
+
+# side_cmd SIDE(server|client) VERSION SCENARIO DIR [NAME=VALUE...]: the command line of one
+# side, with those variables in its environment, into the array cmd. The server (B) runs under
+# valgrind with --valgrind.
+side_cmd() {
+	local side=$1 version=$2 scenario=$3 dir=$4 ns ifname
+	shift 4
+	if [[ $side == server ]]; then
+		ns=$ns_b ifname=$if_b
+	else
+		ns=$ns_a ifname=$if_a
+	fi
+	cmd=(ip netns exec "$ns" env HARP_IFNAME="$ifname" HARP_QUEUES="$queues" "$@")
+	if [[ $side == client && -n $client_env ]]; then
+		# shellcheck disable=SC2206 # NAME=VALUE words without spaces
+		cmd+=($client_env)
+	fi
+	if ((use_valgrind)) && [[ $side == "$(valgrind_side "$scenario")" ]]; then
+		cmd+=("${valgrind_bpf[@]}")
+	fi
+	cmd+=("$driver" --plugin "$plugin" --version "$version" --scenario "$scenario"
+		--role "$side" --dir "$dir" --timeout "$(driver_timeout "$scenario")")
+}
+
+# judge NAME RC FILE_PREFIX: a side's exit and result line.
+judge() {
+	local name=$1 rc=$2 prefix=$3
+	case $rc in
+	0) ;;
+	99) report "$name: valgrind found errors" ;;
+	124 | 137) report "$name: killed at its time limit" ;;
+	*) report "$name: exited $rc" ;;
+	esac
+	if ((rc == 0)) && [[ $(key "$prefix.out" result) != ok ]]; then
+		report "$name: exited 0 without result=ok"
+	fi
+}
+
+# run_pair VERSION SCENARIO: both sides of one scenario, both must pass.
+run_pair() {
+	local version=$1 scenario=$2 name="v$1 $2" dir="$tmp/v$1-$2" limit t0 t1
+	local server_pid client_pid server_rc=0 client_rc=0 before=$fail verified
+	limit=$(($(driver_timeout "$scenario") + 30))
+	mkdir -p "$dir"
+	t0=${EPOCHREALTIME/./}
+	side_cmd server "$version" "$scenario" "$dir"
+	spawn_bounded "$limit" "${cmd[@]}" >"$dir/server.out" 2>"$dir/server.err"
+	server_pid=$spawned_pid
+	pids+=("$server_pid")
+	side_cmd client "$version" "$scenario" "$dir"
+	spawn_bounded "$limit" "${cmd[@]}" >"$dir/client.out" 2>"$dir/client.err"
+	client_pid=$spawned_pid
+	pids+=("$client_pid")
+	wait "$client_pid" || client_rc=$?
+	wait "$server_pid" || server_rc=$?
+	t1=${EPOCHREALTIME/./}
+	judge "$name server" "$server_rc" "$dir/server"
+	judge "$name client" "$client_rc" "$dir/client"
+	verified=$(key "$dir/server.out" verified_bytes)
+	if [[ $scenario != close-order && $scenario != idle-peer ]] && ((${verified:-0} == 0)); then
+		report "$name: the server verified no bytes"
+	fi
+	if [[ $(key "$dir/client.out" ndev) != "$devices" ]]; then
+		report "$name: the client's plugin reported" \
+			"$(key "$dir/client.out" ndev) devices, expected $devices"
+	fi
+	echo "conformance: case=$name seconds=$(((t1 - t0) / 1000000))" \
+		"server_verified_bytes=$(key "$dir/server.out" verified_bytes)" \
+		"client_verified_bytes=$(key "$dir/client.out" verified_bytes)" \
+		"messages=$(key "$dir/client.out" messages)" \
+		"client_seconds=$(key "$dir/client.out" seconds)" \
+		"goodput_gbps=$(key "$dir/client.out" goodput_gbps)" \
+		"result=$( ((fail > before)) && echo FAIL || echo PASS)"
+	if ((fail > before)); then
+		show_side server "$dir/server"
+		show_side client "$dir/client"
+	fi
+}
+
+# run_peer_kill VERSION SIGNAL MIN_MS MAX_MS: both sides run a pipeline without end with
+# HARP_PEER_TIMEOUT_MS=2000; after 2 s the server gets SIGNAL. The client must see a request
+# fail (ncclRemoteError or ncclSystemError) between MIN_MS and MAX_MS after the signal, then
+# close its comms and exit 0. With --valgrind the client is the side under valgrind.
+run_peer_kill() {
+	local version=$1 sig=$2 min_ms=$3 max_ms=$4 limit i t0 t1 ms err_ms
+	local name="v$1 peer-kill SIG$2" dir="$tmp/v$1-peer-kill-$2"
+	local server_pid client_pid server_drv="" client_rc=0 before=$fail
+	limit=$(($(driver_timeout peer-kill) + 30))
+	mkdir -p "$dir"
+	side_cmd server "$version" peer-kill "$dir" HARP_PEER_TIMEOUT_MS=2000
+	spawn_bounded "$limit" "${cmd[@]}" >"$dir/server.out" 2>"$dir/server.err"
+	server_pid=$spawned_pid
+	pids+=("$server_pid")
+	side_cmd client "$version" peer-kill "$dir" HARP_PEER_TIMEOUT_MS=2000
+	spawn_bounded "$limit" "${cmd[@]}" >"$dir/client.out" 2>"$dir/client.err"
+	client_pid=$spawned_pid
+	pids+=("$client_pid")
+	# Up to 30 s for both handle files, then 2 s of traffic.
+	for ((i = 0; i < 300; i++)); do
+		[[ -e $dir/server.handles && -e $dir/client.handles ]] && break
+		sleep 0.1
+	done
+	sleep 2
+	server_drv=$(cat "$dir/server.pid" 2>/dev/null || true)
+	if [[ -z $server_drv ]] || ! kill -0 "$client_pid" 2>/dev/null ||
+		! kill -0 "$server_drv" 2>/dev/null; then
+		report "$name: a side ended before the server could be signalled"
+		kill "$server_pid" "$client_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		wait "$client_pid" 2>/dev/null || true
+		show_side server "$dir/server"
+		show_side client "$dir/client"
+		return
+	fi
+	stopped=$server_drv
+	echo "conformance: $name: SIG$sig to the server's driver, pid $server_drv"
+	t0=${EPOCHREALTIME/./}
+	echo "$t0" >"$dir/signalled_at"
+	kill "-$sig" "$server_drv"
+	# Up to 15 s for the client to notice and end.
+	for ((i = 0; i < 1500; i++)); do
+		kill -0 "$client_pid" 2>/dev/null || break
+		sleep 0.01
+	done
+	t1=${EPOCHREALTIME/./}
+	ms=$(((t1 - t0) / 1000))
+	kill "$client_pid" 2>/dev/null || true
+	wait "$client_pid" || client_rc=$?
+	kill -KILL "$server_drv" 2>/dev/null || true
+	kill -CONT "$server_drv" 2>/dev/null || true
+	stopped=""
+	wait "$server_pid" 2>/dev/null || true
+	judge "$name client" "$client_rc" "$dir/client"
+	err_ms=$(key "$dir/client.out" time_to_error_ms)
+	if [[ -z $err_ms ]]; then
+		report "$name: the client printed no time_to_error_ms"
+	elif ((err_ms < min_ms || err_ms > max_ms)); then
+		report "$name: a request failed $err_ms ms after SIG$sig," \
+			"expected $min_ms..$max_ms ms"
+	fi
+	echo "conformance: case=$name time_to_error_ms=$err_ms client_exit_ms=$ms" \
+		"error_result=$(key "$dir/client.out" error_result)" \
+		"messages_before=$(key "$dir/client.out" messages)" \
+		"result=$( ((fail > before)) && echo FAIL || echo PASS)"
+	if ((fail > before)); then
+		show_side client "$dir/client"
+	fi
+}
+
+# run_init_fail VERSION CASE ENV EXPECT: init with ENV (NAME=VALUE words) must fail with one
+# WARN line containing EXPECT.
+run_init_fail() {
+	local version=$1 case_name=$2 env_words=$3 expect=$4 name prefix rc=0 before=$fail
+	local vg=()
+	name="v$version init-fail $case_name"
+	prefix="$tmp/v$version-init-fail-$case_name"
+	if ((use_valgrind)); then
+		vg=("${valgrind_full[@]}")
+	fi
+	# shellcheck disable=SC2086 # env_words: NAME=VALUE words without spaces
+	run_bounded 60 ip netns exec "$ns_a" env $env_words "${vg[@]}" "$driver" \
+		--plugin "$plugin" --version "$version" --scenario init-fail \
+		--expect-warn "$expect" >"$prefix.out" 2>"$prefix.err" || rc=$?
+	judge "$name" "$rc" "$prefix"
+	echo "conformance: case=$name init_result=$(key "$prefix.out" init_result)" \
+		"warn_lines=$(key "$prefix.out" warn_lines)" \
+		"result=$( ((fail > before)) && echo FAIL || echo PASS)"
+	grep 'NCCL WARN' "$prefix.err" | head -n 2 | sed 's/^/    /'
+	if ((fail > before)); then
+		show_side "$name" "$prefix"
+	fi
+}
+
+init_fail_cases() {
+	local version=$1
+	run_init_fail "$version" no-interface "HARP_IFNAME=nosuch0" "HARP_IFNAME=nosuch0"
+	run_init_fail "$version" bad-queues "HARP_IFNAME=$if_a HARP_QUEUES=abc" HARP_QUEUES
+	run_init_fail "$version" unknown-var "HARP_IFNAME=$if_a HARP_FOO=1" HARP_FOO
+}
+
+t_start=${EPOCHREALTIME/./}
+for version in "${version_list[@]}"; do
+	if [[ $only == init-fail ]]; then
+		init_fail_cases "$version"
+		continue
+	fi
+	for scenario in "${scenario_list[@]}"; do
+		case $scenario in
+		init-fail) init_fail_cases "$version" ;;
+		peer-kill)
+			# a killed peer's kernel resets the control connection at once
+			run_peer_kill "$version" KILL 0 3000
+			# a frozen peer's is kept up: HARP_PEER_TIMEOUT_MS (2 s) of silence
+			run_peer_kill "$version" STOP 1500 6000
+			;;
+		*) run_pair "$version" "$scenario" ;;
+		esac
+	done
+done
+t_end=${EPOCHREALTIME/./}
+if [[ $only == init-fail ]]; then
+	scenarios=init-fail
+fi
+echo "conformance: versions=$versions scenarios=$scenarios queues=$queues devices=$devices" \
+	"client_env='$client_env'" \
+	"valgrind=$use_valgrind seconds=$(((t_end - t_start) / 1000000))" \
+	"result=$( ((fail)) && echo FAIL || echo PASS)"
+exit "$fail"

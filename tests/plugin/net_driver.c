@@ -1,0 +1,2447 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * harp-net-driver: loads an NCCL net plugin (libnccl-net-harp.so) and drives one of its tables,
+ * ncclNetPlugin_v8 ... v12, the way NCCL's proxy does. Two processes take part, --role server
+ * and --role client, normally in two network namespaces; they swap listen handles through files
+ * in a directory both can see.
+ *
+ * Scenarios are written once against struct net_api, which has the newest API's shape. One set
+ * of small wrappers per version calls that version's table with its own argument lists: int
+ * sizes in v8, a profiler from v10, a context in listen/connect and a finalize from v11, and each
+ * version's properties struct (filled over poison, twice, to catch a member left unwritten).
+ *
+ * As in NCCL, a listen handle serves one connection and each rank both connects to its peer's
+ * handle and accepts on its own, so connection "pair" i gives each process a send comm (to the
+ * peer's listen i) and a recv comm (accepted on its own listen i). Both roles run the same code:
+ * every message's size and bytes follow from (direction, pair, message index), so a receiver
+ * checks every byte it gets, and a few bytes past it, against what the sender must have sent.
+ *
+ * Prints key=value lines on stdout (result=ok|FAIL last) and the plugin's log, NCCL-style, on
+ * stderr. Exits 0 when the scenario held, 1 when it did not, 2 on bad usage.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nccl_net_abi.h"
+
+#define HANDLE_BYTES HNCCL_NET_HANDLE_MAXSIZE
+#define MAX_PAIRS    64
+#define MAX_WINDOW   16
+#define MAX_GROUP    8  /* buffers in one grouped receive: NCCL's NCCL_NET_MAX_RECVS */
+#define DIR_C2S	     0  /* bytes the client sends to the server */
+#define DIR_S2C	     1
+#define KIB	     1024ul
+#define MIB	     (1024ul * 1024ul)
+#define GUARD_BYTES  8  /* past a received message: must keep their poison */
+#define GUARD_BYTE   0xee
+
+/* ---- options --------------------------------------------------------------------------------- */
+
+struct opts {
+	const char *plugin;
+	int version;
+	bool server;
+	const char *role;
+	const char *scenario;
+	const char *dir;
+	double timeout_s;
+	long messages;		 /* 0: the scenario's default */
+	int comms;		 /* 0: the scenario's default */
+	size_t max_size;	 /* largest message basic and close-order use */
+	const char *expect_warn; /* init-fail: text the one WARN line must hold */
+	bool verbose;
+};
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: harp-net-driver --plugin SO --version 8..12 --scenario NAME [options]\n"
+		"  --role server|client    side of the pair (not for init-fail)\n"
+		"  --dir DIR               directory both sides share for handle files\n"
+		"  --timeout SEC           give up after SEC seconds (default 120)\n"
+		"  --messages N            messages per direction and comm (scenario default)\n"
+		"  --comms N               connection pairs (scenario default)\n"
+		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
+		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
+		"  --verbose               print the plugin's TRACE lines too\n"
+		"scenarios: basic pipeline many grouped close-order peer-kill idle-peer init-fail\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s) {
+		return -1;
+	}
+	switch (*end) {
+	case 'K':
+		v *= KIB;
+		end++;
+		break;
+	case 'M':
+		v *= MIB;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end) {
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "plugin", required_argument, NULL, 'p' },
+		{ "version", required_argument, NULL, 'V' },
+		{ "role", required_argument, NULL, 'r' },
+		{ "scenario", required_argument, NULL, 's' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "messages", required_argument, NULL, 'm' },
+		{ "comms", required_argument, NULL, 'c' },
+		{ "max-size", required_argument, NULL, 'M' },
+		{ "expect-warn", required_argument, NULL, 'w' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*o = (struct opts){ .timeout_s = 120, .max_size = 64 * MIB };
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o->plugin = optarg;
+			break;
+		case 'V':
+			o->version = atoi(optarg);
+			break;
+		case 'r':
+			o->role = optarg;
+			break;
+		case 's':
+			o->scenario = optarg;
+			break;
+		case 'd':
+			o->dir = optarg;
+			break;
+		case 't':
+			o->timeout_s = atof(optarg);
+			break;
+		case 'm':
+			o->messages = atol(optarg);
+			break;
+		case 'c':
+			o->comms = atoi(optarg);
+			break;
+		case 'M':
+			if (parse_size(optarg, &o->max_size)) {
+				fprintf(stderr, "harp-net-driver: bad --max-size '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'w':
+			o->expect_warn = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		default:
+			usage();
+			return -1;
+		}
+	}
+	if (!o->plugin || !o->scenario || o->version < 8 || o->version > 12 ||
+	    o->timeout_s <= 0 || o->messages < 0 || o->comms < 0 || o->comms > MAX_PAIRS) {
+		usage();
+		return -1;
+	}
+	if (strcmp(o->scenario, "init-fail") != 0) {
+		if (!o->role || !o->dir ||
+		    (strcmp(o->role, "server") != 0 && strcmp(o->role, "client") != 0)) {
+			usage();
+			return -1;
+		}
+		o->server = strcmp(o->role, "server") == 0;
+	} else if (!o->expect_warn) {
+		fprintf(stderr, "harp-net-driver: init-fail needs --expect-warn\n");
+		return -1;
+	}
+	if (!o->role) {
+		o->role = "driver";
+	}
+	return 0;
+}
+
+/* ---- log ------------------------------------------------------------------------------------- */
+
+static const char *log_role = "driver";
+static bool log_verbose;
+static atomic_int warn_lines;
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static char first_warn[1024];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A check did not hold: one line on stderr that says what and where. */
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "harp-net-driver: FAIL: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "harp-net-driver: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void drv_logger(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
+		       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* NCCL's logger, in NCCL's line format: "host:pid:tid [dev] NCCL LEVEL message". */
+static void drv_logger(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
+		       const char *fmt, ...)
+{
+	static const char *const names[] = { "NONE", "VERSION", "WARN", "INFO", "ABORT", "TRACE" };
+	char msg[1024];
+	va_list ap;
+
+	(void)flags;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (level == HNCCL_LOG_WARN) {
+		atomic_fetch_add(&warn_lines, 1);
+		pthread_mutex_lock(&warn_lock);
+		if (!first_warn[0]) {
+			snprintf(first_warn, sizeof(first_warn), "%s", msg);
+		}
+		pthread_mutex_unlock(&warn_lock);
+		fprintf(stderr, "%s:%d:%d [0] %s:%d NCCL WARN %s\n", log_role, getpid(), gettid(),
+			file ? file : "?", line, msg);
+		return;
+	}
+	if (level == HNCCL_LOG_TRACE && !log_verbose) {
+		return;
+	}
+	fprintf(stderr, "%s:%d:%d [0] NCCL %s %s\n", log_role, getpid(), gettid(),
+		level < sizeof(names) / sizeof(names[0]) ? names[level] : "?", msg);
+}
+
+/* The profiler NCCL hands to v10 and later; harp raises no events yet, but any are counted. */
+static atomic_int profiler_calls;
+
+static hnccl_result_t drv_profiler(void **event_handle, int type, void *phandle, int64_t plugin_id,
+				   void *ext_data)
+{
+	(void)phandle;
+	(void)plugin_id;
+	(void)ext_data;
+	atomic_fetch_add(&profiler_calls, 1);
+	if (event_handle && type == HNCCL_PROFILER_NET_EVENT_START) {
+		*event_handle = NULL;
+	}
+	return HNCCL_SUCCESS;
+}
+
+static const char *res_name(hnccl_result_t res)
+{
+	static const char *const names[] = {
+		"ncclSuccess",	       "ncclUnhandledCudaError", "ncclSystemError",
+		"ncclInternalError",   "ncclInvalidArgument",	 "ncclInvalidUsage",
+		"ncclRemoteError",     "ncclInProgress",	 "ncclTimeout",
+	};
+
+	return (unsigned int)res < sizeof(names) / sizeof(names[0]) ? names[res] : "unknown";
+}
+
+/* ---- the shim: every version behind the newest API's shape ----------------------------------- */
+
+/* Every version's properties, read into one struct; members a version lacks get fixed values. */
+struct drv_props {
+	char *name;
+	char *pci_path;
+	uint64_t guid;
+	int ptr_support, reg_is_global, force_flush, speed, port;
+	float latency;
+	int max_comms, max_recvs;
+	int net_device_type, net_device_version;
+	int vndevs;
+	int vdevs[HNCCL_NET_MAX_DEVS_PER_NIC_V12];
+	size_t max_p2p_bytes, max_coll_bytes;
+	int max_multi_request_size;
+	int rail_id, plane_id;
+};
+
+struct net_api {
+	int version;
+	const char *name;
+	bool preset_optional_recv; /* v9 on: NCCL may preset *request to 0x1 before irecv */
+	hnccl_result_t (*init)(void **ctx, uint64_t comm_id);
+	hnccl_result_t (*finalize)(void *ctx); /* NULL before v11 */
+	hnccl_result_t (*devices)(int *ndev);
+	hnccl_result_t (*get_properties)(int dev, struct drv_props *props, int poison);
+	hnccl_result_t (*listen)(void *ctx, int dev, void *handle, void **listen_comm);
+	hnccl_result_t (*connect)(void *ctx, int dev, void *handle, void **send_comm,
+				  struct hnccl_net_device_handle **dev_handle);
+	hnccl_result_t (*accept)(void *listen_comm, void **recv_comm,
+				 struct hnccl_net_device_handle **dev_handle);
+	hnccl_result_t (*reg_mr)(void *comm, void *data, size_t size, int type, void **mhandle);
+	hnccl_result_t (*reg_mr_dmabuf)(void *comm, void *data, size_t size, int type,
+					uint64_t offset, int fd, void **mhandle);
+	hnccl_result_t (*dereg_mr)(void *comm, void *mhandle);
+	hnccl_result_t (*isend)(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+				void *phandle, void **request);
+	hnccl_result_t (*irecv)(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+				void **mhandles, void **phandles, void **request);
+	hnccl_result_t (*iflush)(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+				 void **request);
+	hnccl_result_t (*test)(void *request, int *done, int *sizes);
+	hnccl_result_t (*close_send)(void *send_comm);
+	hnccl_result_t (*close_recv)(void *recv_comm);
+	hnccl_result_t (*close_listen)(void *listen_comm);
+	hnccl_result_t (*set_net_attr)(void *ctx, struct hnccl_net_attr *attr); /* may be NULL */
+};
+
+/* The calls whose shape every version shares. */
+#define API_COMMON(api, t)                                                                         \
+	do {                                                                                       \
+		(api)->name = (t)->name;                                                           \
+		(api)->devices = (t)->devices;                                                     \
+		(api)->accept = (t)->accept;                                                       \
+		(api)->reg_mr = (t)->regMr;                                                        \
+		(api)->reg_mr_dmabuf = (t)->regMrDmaBuf;                                           \
+		(api)->dereg_mr = (t)->deregMr;                                                    \
+		(api)->iflush = (t)->iflush;                                                       \
+		(api)->test = (t)->test;                                                           \
+		(api)->close_send = (t)->closeSend;                                                \
+		(api)->close_recv = (t)->closeRecv;                                                \
+		(api)->close_listen = (t)->closeListen;                                            \
+	} while (0)
+
+/* Members v8 to v12 share, in the same order. */
+#define PROPS_HEAD(p, raw)                                                                         \
+	do {                                                                                       \
+		(p)->name = (raw)->name;                                                           \
+		(p)->pci_path = (raw)->pciPath;                                                    \
+		(p)->guid = (raw)->guid;                                                           \
+		(p)->ptr_support = (raw)->ptrSupport;                                              \
+		(p)->reg_is_global = (raw)->regIsGlobal;                                           \
+		(p)->speed = (raw)->speed;                                                         \
+		(p)->port = (raw)->port;                                                           \
+		(p)->latency = (raw)->latency;                                                     \
+		(p)->max_comms = (raw)->maxComms;                                                  \
+		(p)->max_recvs = (raw)->maxRecvs;                                                  \
+		(p)->net_device_type = (int)(raw)->netDeviceType;                                  \
+		(p)->net_device_version = (raw)->netDeviceVersion;                                 \
+	} while (0)
+
+/* v9 on: forceFlush, the virtual-NIC list (only its first ndevs entries count) and limits. */
+#define PROPS_V9(p, raw)                                                                           \
+	do {                                                                                       \
+		int i_;                                                                            \
+		PROPS_HEAD(p, raw);                                                                \
+		(p)->force_flush = (raw)->forceFlush;                                              \
+		(p)->vndevs = (raw)->vProps.ndevs;                                                 \
+		for (i_ = 0; i_ < (raw)->vProps.ndevs &&                                           \
+			     i_ < (int)(sizeof((raw)->vProps.devs) / sizeof(int));                 \
+		     i_++) {                                                                       \
+			(p)->vdevs[i_] = (raw)->vProps.devs[i_];                                   \
+		}                                                                                  \
+		(p)->max_p2p_bytes = (raw)->maxP2pBytes;                                           \
+		(p)->max_coll_bytes = (raw)->maxCollBytes;                                         \
+	} while (0)
+
+static void props_defaults(struct drv_props *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->vndevs = 1;
+	p->max_p2p_bytes = HNCCL_NET_V8_MAX_SIZE;
+	p->max_coll_bytes = HNCCL_NET_V8_MAX_SIZE;
+	p->max_multi_request_size = 1;
+	p->rail_id = HNCCL_NET_ID_UNDEF;
+	p->plane_id = HNCCL_NET_ID_UNDEF;
+}
+
+/* v8: int sizes, no context, no profiler. */
+static const struct hnccl_net_v8 *t8;
+
+static hnccl_result_t v8_init(void **ctx, uint64_t comm_id)
+{
+	(void)comm_id;
+	*ctx = NULL;
+	return t8->init(drv_logger);
+}
+
+static hnccl_result_t v8_props(int dev, struct drv_props *p, int poison)
+{
+	struct hnccl_props_v8 raw;
+	hnccl_result_t res;
+
+	memset(&raw, poison, sizeof(raw)); /* NCCL does not clear it either */
+	res = t8->getProperties(dev, &raw);
+	props_defaults(p);
+	p->vdevs[0] = dev;
+	PROPS_HEAD(p, &raw);
+	return res;
+}
+
+static hnccl_result_t v8_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	(void)ctx;
+	return t8->listen(dev, handle, listen_comm);
+}
+
+static hnccl_result_t v8_connect(void *ctx, int dev, void *handle, void **send_comm,
+				 struct hnccl_net_device_handle **dev_handle)
+{
+	(void)ctx;
+	return t8->connect(dev, handle, send_comm, dev_handle);
+}
+
+static hnccl_result_t v8_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			       void *phandle, void **request)
+{
+	(void)phandle;
+	if (size > HNCCL_NET_V8_MAX_SIZE) {
+		return HNCCL_INVALID_USAGE; /* NCCL refuses these itself for a v8 plugin */
+	}
+	return t8->isend(send_comm, data, (int)size, tag, mhandle, request);
+}
+
+static hnccl_result_t v8_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			       void **mhandles, void **phandles, void **request)
+{
+	int isizes[MAX_GROUP], i;
+
+	(void)phandles;
+	if (n < 1 || n > MAX_GROUP) {
+		return HNCCL_INVALID_USAGE;
+	}
+	for (i = 0; i < n; i++) {
+		if (sizes[i] > HNCCL_NET_V8_MAX_SIZE) {
+			return HNCCL_INVALID_USAGE;
+		}
+		isizes[i] = (int)sizes[i];
+	}
+	/* NCCL's v8 layer clears the optional-completion preset before calling the plugin */
+	*request = NULL;
+	return t8->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
+}
+
+/* v9: size_t sizes; init and connect as v8. */
+static const struct hnccl_net_v9 *t9;
+
+static hnccl_result_t v9_init(void **ctx, uint64_t comm_id)
+{
+	(void)comm_id;
+	*ctx = NULL;
+	return t9->init(drv_logger);
+}
+
+static hnccl_result_t v9_props(int dev, struct drv_props *p, int poison)
+{
+	struct hnccl_props_v9 raw;
+	hnccl_result_t res;
+
+	memset(&raw, poison, sizeof(raw));
+	res = t9->getProperties(dev, &raw);
+	props_defaults(p);
+	PROPS_V9(p, &raw);
+	return res;
+}
+
+static hnccl_result_t v9_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	(void)ctx;
+	return t9->listen(dev, handle, listen_comm);
+}
+
+static hnccl_result_t v9_connect(void *ctx, int dev, void *handle, void **send_comm,
+				 struct hnccl_net_device_handle **dev_handle)
+{
+	(void)ctx;
+	return t9->connect(dev, handle, send_comm, dev_handle);
+}
+
+static hnccl_result_t v9_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			       void *phandle, void **request)
+{
+	(void)phandle;
+	return t9->isend(send_comm, data, size, tag, mhandle, request);
+}
+
+static hnccl_result_t v9_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			       void **mhandles, void **phandles, void **request)
+{
+	(void)phandles;
+	return t9->irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+}
+
+/* v10: profiler in init, a comm config in connect, profiler handles in isend/irecv. */
+static const struct hnccl_net_v10 *t10;
+
+static hnccl_result_t v10_init(void **ctx, uint64_t comm_id)
+{
+	(void)comm_id;
+	*ctx = NULL;
+	return t10->init(drv_logger, drv_profiler);
+}
+
+static hnccl_result_t v10_props(int dev, struct drv_props *p, int poison)
+{
+	struct hnccl_props_v10 raw;
+	hnccl_result_t res;
+
+	memset(&raw, poison, sizeof(raw));
+	res = t10->getProperties(dev, &raw);
+	props_defaults(p);
+	PROPS_V9(p, &raw);
+	return res;
+}
+
+static hnccl_result_t v10_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	(void)ctx;
+	return t10->listen(dev, handle, listen_comm);
+}
+
+static hnccl_result_t v10_connect_config(void *ctx, int dev, void *handle, void **send_comm,
+					 struct hnccl_net_device_handle **dev_handle)
+{
+	/* on NCCL's stack for the call only; scribbled over after it, so a plugin that keeps the
+	 * pointer reads garbage */
+	struct hnccl_comm_config config = { .trafficClass = HNCCL_NET_TRAFFIC_CLASS_UNDEF };
+	hnccl_result_t res;
+
+	(void)ctx;
+	res = t10->connect(dev, &config, handle, send_comm, dev_handle);
+	memset(&config, 0x7b, sizeof(config));
+	__asm__ volatile("" : : "r"(&config) : "memory");
+	return res;
+}
+
+/* v11 and v12: a context per communicator, finalize. */
+static const struct hnccl_net_v11 *t11;
+static const struct hnccl_net_v12 *t12;
+
+static hnccl_result_t v11_init_with(hnccl_result_t (*init)(void **, uint64_t,
+							   struct hnccl_comm_config *,
+							   hnccl_logger_fn, hnccl_profiler_fn),
+				    void **ctx, uint64_t comm_id)
+{
+	struct hnccl_comm_config config = { .trafficClass = HNCCL_NET_TRAFFIC_CLASS_UNDEF };
+	hnccl_result_t res;
+
+	*ctx = NULL;
+	res = init(ctx, comm_id, &config, drv_logger, drv_profiler);
+	memset(&config, 0x7b, sizeof(config)); /* "copy it, never keep the pointer" */
+	__asm__ volatile("" : : "r"(&config) : "memory");
+	return res;
+}
+
+static hnccl_result_t v11_init(void **ctx, uint64_t comm_id)
+{
+	return v11_init_with(t11->init, ctx, comm_id);
+}
+
+static hnccl_result_t v12_init(void **ctx, uint64_t comm_id)
+{
+	return v11_init_with(t12->init, ctx, comm_id);
+}
+
+static hnccl_result_t v11_props(int dev, struct drv_props *p, int poison)
+{
+	struct hnccl_props_v11 raw;
+	hnccl_result_t res;
+
+	memset(&raw, poison, sizeof(raw));
+	res = t11->getProperties(dev, &raw);
+	props_defaults(p);
+	PROPS_V9(p, &raw);
+	p->max_multi_request_size = raw.maxMultiRequestSize;
+	return res;
+}
+
+static hnccl_result_t v12_props(int dev, struct drv_props *p, int poison)
+{
+	struct hnccl_props_v12 raw;
+	hnccl_result_t res;
+
+	memset(&raw, poison, sizeof(raw));
+	res = t12->getProperties(dev, &raw);
+	props_defaults(p);
+	PROPS_V9(p, &raw);
+	p->max_multi_request_size = raw.maxMultiRequestSize;
+	p->rail_id = raw.railId;
+	p->plane_id = raw.planeId;
+	return res;
+}
+
+/* Loads table ncclNetPlugin_v<version> from lib into api. */
+static int api_load(struct net_api *api, void *lib, int version)
+{
+	char sym[32];
+	const void *table;
+
+	snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", version);
+	table = dlsym(lib, sym);
+	if (!table) {
+		fail("%s not found in the plugin: %s", sym, dlerror());
+		return -1;
+	}
+	memset(api, 0, sizeof(*api));
+	api->version = version;
+	switch (version) {
+	case 8:
+		t8 = table;
+		API_COMMON(api, t8);
+		api->init = v8_init;
+		api->get_properties = v8_props;
+		api->listen = v8_listen;
+		api->connect = v8_connect;
+		api->isend = v8_isend;
+		api->irecv = v8_irecv;
+		break;
+	case 9:
+		t9 = table;
+		API_COMMON(api, t9);
+		api->preset_optional_recv = true;
+		api->init = v9_init;
+		api->get_properties = v9_props;
+		api->listen = v9_listen;
+		api->connect = v9_connect;
+		api->isend = v9_isend;
+		api->irecv = v9_irecv;
+		break;
+	case 10:
+		t10 = table;
+		API_COMMON(api, t10);
+		api->preset_optional_recv = true;
+		api->init = v10_init;
+		api->get_properties = v10_props;
+		api->listen = v10_listen;
+		api->connect = v10_connect_config;
+		api->isend = t10->isend;
+		api->irecv = t10->irecv;
+		break;
+	case 11:
+		t11 = table;
+		API_COMMON(api, t11);
+		api->preset_optional_recv = true;
+		api->init = v11_init;
+		api->finalize = t11->finalize;
+		api->get_properties = v11_props;
+		api->listen = t11->listen;
+		api->connect = t11->connect;
+		api->isend = t11->isend;
+		api->irecv = t11->irecv;
+		api->set_net_attr = t11->setNetAttr;
+		break;
+	default:
+		t12 = table;
+		API_COMMON(api, t12);
+		api->preset_optional_recv = true;
+		api->init = v12_init;
+		api->finalize = t12->finalize;
+		api->get_properties = v12_props;
+		api->listen = t12->listen;
+		api->connect = t12->connect;
+		api->isend = t12->isend;
+		api->irecv = t12->irecv;
+		api->set_net_attr = t12->setNetAttr;
+		break;
+	}
+	if (version >= 11 && !api->finalize) {
+		fail("%s has no finalize; NCCL calls it unconditionally", sym);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the driver's state ---------------------------------------------------------------------- */
+
+struct drv {
+	struct opts o;
+	void *lib;
+	struct net_api api;
+	void *ctx[2]; /* [1]: a second communicator's context (many) */
+	int nctx;
+	int ndev;
+	int my_dir, peer_dir; /* DIR_* of the bytes this side sends and receives */
+	uint64_t verified_bytes, sent_bytes, messages;
+	uint64_t connect_retries, accept_retries, isend_retries, irecv_retries;
+	int provoked_warns; /* WARN lines this driver asked for (a refused regMr) */
+	/* peer-kill: errors are expected, and recorded rather than reported */
+	bool expect_error;
+	hnccl_result_t err_res;
+	double err_time, last_done_time;
+	struct timespec err_realtime;
+	void *phandle_dummy[MAX_GROUP]; /* what v10+ isend/irecv get as profiler handles */
+};
+
+/* Calls the plugin; a failure is reported with the call's text and ends the caller with -1. */
+#define NET_CALL(call)                                                                             \
+	do {                                                                                       \
+		hnccl_result_t res_ = (call);                                                      \
+		if (res_ != HNCCL_SUCCESS) {                                                       \
+			fail("%s: %s returned %d (%s)", __func__, #call, res_, res_name(res_));    \
+			return -1;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+/* ---- message contents ------------------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Every byte of message k on pair `comm` in direction dir follows from this seed. */
+static uint64_t msg_seed(int dir, int comm, uint64_t k)
+{
+	uint64_t s = ((uint64_t)dir << 60) ^ ((uint64_t)comm << 44) ^ k;
+
+	return splitmix(&s);
+}
+
+static void pattern_fill(unsigned char *buf, size_t len, uint64_t seed)
+{
+	uint64_t s = seed, w;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		w = splitmix(&s);
+		memcpy(buf + i, &w, 8);
+	}
+	if (i < len) {
+		w = splitmix(&s);
+		memcpy(buf + i, &w, len - i);
+	}
+}
+
+/* The offset of the first byte that differs from the pattern, or -1 when all match. */
+static long pattern_diff(const unsigned char *buf, size_t len, uint64_t seed)
+{
+	uint64_t s = seed, w;
+	size_t i, j, n;
+
+	for (i = 0; i < len; i += 8) {
+		w = splitmix(&s);
+		n = len - i < 8 ? len - i : 8;
+		if (memcmp(buf + i, &w, n) != 0) {
+			for (j = 0; j < n && buf[i + j] == ((unsigned char *)&w)[j]; j++) {
+			}
+			return (long)(i + j);
+		}
+	}
+	return -1;
+}
+
+/* Sizes from a list, or varied within a slot the way NCCL's steps are. */
+static size_t varied_size(int dir, int comm, uint64_t k, size_t cap)
+{
+	uint64_t s = msg_seed(dir, comm, k) ^ 0x5bd1e995ull, h = splitmix(&s);
+
+	switch (k % 5) {
+	case 0:
+		return cap; /* a full slot, as most steps of a large transfer are */
+	case 1:
+		return h % (cap + 1);
+	case 2:
+		return h % 4097; /* small, as LL and LL128 steps */
+	case 3:
+		return k % 40 == 3 ? 0 : cap - h % 4096;
+	default:
+		return (size_t)(h % 64) * 4096;
+	}
+}
+
+/* ---- handles through files ------------------------------------------------------------------- */
+
+static int handles_publish(struct drv *d, const unsigned char *handles, int n)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	FILE *f;
+	size_t len = (size_t)n * HANDLE_BYTES;
+
+	snprintf(path, sizeof(path), "%s/%s.handles", d->o.dir, d->o.role);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, getpid());
+	f = fopen(tmp, "wb");
+	if (!f) {
+		fail("cannot write %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	if (fwrite(handles, 1, len, f) != len || fclose(f) != 0) {
+		fail("cannot write %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	/* rename: the peer sees all n handles or none */
+	if (rename(tmp, path) != 0) {
+		fail("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Waits (until deadline) for the peer's file of n handles and reads it. */
+static int handles_fetch(struct drv *d, unsigned char *handles, int n, double deadline)
+{
+	char path[PATH_MAX];
+	size_t len = (size_t)n * HANDLE_BYTES;
+	struct stat st;
+	FILE *f;
+	size_t got;
+
+	snprintf(path, sizeof(path), "%s/%s.handles", d->o.dir, d->o.server ? "client" : "server");
+	while (stat(path, &st) != 0) {
+		if (now_s() > deadline) {
+			fail("no handle file %s from the peer in time", path);
+			return -1;
+		}
+		usleep(10000);
+	}
+	if ((size_t)st.st_size != len) {
+		fail("%s holds %lld bytes, expected %d handles (%zu bytes): do both sides agree on "
+		     "--scenario and --comms?",
+		     path, (long long)st.st_size, n, len);
+		return -1;
+	}
+	f = fopen(path, "rb");
+	if (!f) {
+		fail("cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	got = fread(handles, 1, len, f);
+	fclose(f);
+	if (got != len) {
+		fail("short read of %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+static void write_pid_file(struct drv *d)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.pid", d->o.dir, d->o.role);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%d\n", getpid());
+		fclose(f);
+	}
+}
+
+/* ---- init and properties --------------------------------------------------------------------- */
+
+static int check_properties(struct drv *d, int dev, bool print)
+{
+	struct drv_props a, b;
+	int v = d->api.version, i;
+
+	NET_CALL(d->api.get_properties(dev, &a, 0xa5));
+	NET_CALL(d->api.get_properties(dev, &b, 0x5a));
+	/* filled over two different poisons: a member left unwritten shows as a difference */
+#define PROP_SAME(m)                                                                               \
+	do {                                                                                       \
+		if (memcmp(&a.m, &b.m, sizeof(a.m)) != 0) {                                        \
+			fail("getProperties(%d) v%d left %s unwritten", dev, v, #m);               \
+			return -1;                                                                 \
+		}                                                                                  \
+	} while (0)
+	PROP_SAME(name);
+	PROP_SAME(pci_path);
+	PROP_SAME(guid);
+	PROP_SAME(ptr_support);
+	PROP_SAME(reg_is_global);
+	PROP_SAME(force_flush);
+	PROP_SAME(speed);
+	PROP_SAME(port);
+	PROP_SAME(latency);
+	PROP_SAME(max_comms);
+	PROP_SAME(max_recvs);
+	PROP_SAME(net_device_type);
+	PROP_SAME(net_device_version);
+	PROP_SAME(vndevs);
+	PROP_SAME(vdevs);
+	PROP_SAME(max_p2p_bytes);
+	PROP_SAME(max_coll_bytes);
+	PROP_SAME(max_multi_request_size);
+	PROP_SAME(rail_id);
+	PROP_SAME(plane_id);
+#undef PROP_SAME
+	if (!a.name || !a.name[0]) {
+		fail("getProperties(%d): empty name", dev);
+		return -1;
+	}
+	if (!(a.ptr_support & HNCCL_PTR_HOST)) {
+		fail("getProperties(%d): ptrSupport 0x%x lacks NCCL_PTR_HOST", dev, a.ptr_support);
+		return -1;
+	}
+	if (a.max_recvs < 8 || a.max_recvs > MAX_GROUP) {
+		fail("getProperties(%d): maxRecvs %d, expected 8 (NCCL's most)", dev, a.max_recvs);
+		return -1;
+	}
+	if (a.speed <= 0 || a.max_comms < MAX_PAIRS || !(a.latency >= 0) || isinf(a.latency)) {
+		fail("getProperties(%d): speed %d, maxComms %d, latency %f out of range", dev,
+		     a.speed, a.max_comms, (double)a.latency);
+		return -1;
+	}
+	if (a.net_device_type != HNCCL_NET_DEVICE_HOST ||
+	    a.net_device_version != HNCCL_NET_DEVICE_INVALID_VERSION) {
+		fail("getProperties(%d): netDeviceType %d version 0x%x, expected a host device",
+		     dev, a.net_device_type, a.net_device_version);
+		return -1;
+	}
+	if (v >= 9 && (a.max_p2p_bytes == 0 || a.max_p2p_bytes > HNCCL_MAX_NET_SIZE_BYTES ||
+		       a.max_coll_bytes == 0 || a.max_coll_bytes > HNCCL_MAX_NET_SIZE_BYTES)) {
+		fail("getProperties(%d): maxP2pBytes %zu maxCollBytes %zu outside (0, 1 TiB]: NCCL "
+		     "fails every connection set-up",
+		     dev, a.max_p2p_bytes, a.max_coll_bytes);
+		return -1;
+	}
+	if (v >= 9 && (a.vndevs != 1 || a.vdevs[0] != dev)) {
+		fail("getProperties(%d): vProps {ndevs %d, devs[0] %d}, expected {1, %d}", dev,
+		     a.vndevs, a.vdevs[0], dev);
+		return -1;
+	}
+	if (v >= 11 && a.max_multi_request_size < 1) {
+		fail("getProperties(%d): maxMultiRequestSize %d < 1", dev,
+		     a.max_multi_request_size);
+		return -1;
+	}
+	if (print) {
+		printf("dev%d_name=%s\ndev%d_pci_path=%s\n", dev, a.name, dev,
+		       a.pci_path ? a.pci_path : "(null)");
+		printf("dev%d_guid=0x%016" PRIx64 "\ndev%d_speed_mbps=%d\n", dev, a.guid, dev,
+		       a.speed);
+		printf("dev%d_max_recvs=%d\ndev%d_max_comms=%d\n", dev, a.max_recvs, dev,
+		       a.max_comms);
+		printf("dev%d_max_p2p_bytes=%zu\ndev%d_reg_is_global=%d\n", dev, a.max_p2p_bytes,
+		       dev, a.reg_is_global);
+		if (v >= 12) {
+			printf("dev%d_rail_id=%d\ndev%d_plane_id=%d\n", dev, a.rail_id, dev,
+			       a.plane_id);
+		}
+	}
+	for (i = 1; i < a.vndevs && v >= 9; i++) {
+		note("dev %d lists virtual member %d", dev, a.vdevs[i]);
+	}
+	return 0;
+}
+
+/* init for one communicator, then (first time) devices and every device's properties. */
+static int drv_init(struct drv *d, uint64_t comm_id)
+{
+	int ndev, i;
+
+	NET_CALL(d->api.init(&d->ctx[d->nctx], comm_id));
+	d->nctx++;
+	if (d->api.version >= 11 && !d->ctx[d->nctx - 1]) {
+		fail("init succeeded but returned a NULL context");
+		return -1;
+	}
+	if (d->nctx > 1) {
+		return 0;
+	}
+	if (!d->api.name || !d->api.name[0]) {
+		fail("the table's name is empty");
+		return -1;
+	}
+	NET_CALL(d->api.devices(&ndev));
+	d->ndev = ndev;
+	if (ndev < 1) {
+		fail("devices() reported %d devices, expected at least 1", ndev);
+		return -1;
+	}
+	printf("plugin_name=%s\nndev=%d\n", d->api.name, ndev);
+	for (i = 0; i < ndev; i++) {
+		if (check_properties(d, i, i == 0)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int drv_finalize(struct drv *d)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < d->nctx; i++) {
+		if (d->api.finalize) {
+			hnccl_result_t res = d->api.finalize(d->ctx[i]);
+
+			if (res != HNCCL_SUCCESS) {
+				fail("finalize(ctx %d) returned %d (%s)", i, res, res_name(res));
+				rc = -1;
+			}
+		}
+		d->ctx[i] = NULL;
+	}
+	d->nctx = 0;
+	return rc;
+}
+
+/* ---- connection set-up ----------------------------------------------------------------------- */
+
+struct pair {
+	void *ctx;
+	int dev; /* both sides use the same device index for pair i (one rail) */
+	void *listen;
+	void *send;
+	void *recv;
+	unsigned char peer_handle[HANDLE_BYTES]; /* the one buffer every connect retry gets */
+	bool orphan;				 /* close-order: never accepted */
+	hnccl_result_t orphan_res;		 /* what connecting to the peer's orphan gave */
+	bool orphan_connect_done;
+};
+
+/* Listens once per pair (after getProperties, as NCCL does at every set-up). */
+static int pairs_listen(struct drv *d, struct pair *p, int n, unsigned char *handles)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (check_properties(d, p[i].dev, false)) {
+			return -1;
+		}
+		memset(handles + (size_t)i * HANDLE_BYTES, 0xc3, HANDLE_BYTES);
+		NET_CALL(d->api.listen(p[i].ctx, p[i].dev, handles + (size_t)i * HANDLE_BYTES,
+				       &p[i].listen));
+		if (!p[i].listen) {
+			fail("listen %d succeeded without a listen comm", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Both sides listen on n handles, publish them and read the peer's. */
+static int pairs_exchange(struct drv *d, struct pair *p, int n, double deadline)
+{
+	unsigned char *mine = calloc((size_t)n, HANDLE_BYTES);
+	unsigned char *theirs = calloc((size_t)n, HANDLE_BYTES);
+	int rc = -1, i;
+
+	if (!mine || !theirs) {
+		fail("out of memory");
+		goto out;
+	}
+	if (pairs_listen(d, p, n, mine) || handles_publish(d, mine, n) ||
+	    handles_fetch(d, theirs, n, deadline)) {
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		memcpy(p[i].peer_handle, theirs + (size_t)i * HANDLE_BYTES, HANDLE_BYTES);
+	}
+	rc = 0;
+out:
+	free(mine);
+	free(theirs);
+	return rc;
+}
+
+static int connect_step(struct drv *d, struct pair *p, int i)
+{
+	struct hnccl_net_device_handle *dev_handle = NULL;
+	hnccl_result_t res;
+
+	res = d->api.connect(p->ctx, p->dev, p->peer_handle, &p->send, &dev_handle);
+	if (p->orphan && res != HNCCL_SUCCESS) {
+		p->orphan_res = res; /* the peer closed that listen comm: an error is right */
+		p->orphan_connect_done = true;
+		return 0;
+	}
+	if (res != HNCCL_SUCCESS) {
+		fail("connect %d returned %d (%s)", i, res, res_name(res));
+		return -1;
+	}
+	if (dev_handle) {
+		fail("connect %d set a device handle (%p) for a host device", i,
+		     (void *)dev_handle);
+		return -1;
+	}
+	if (!p->send) {
+		d->connect_retries++;
+	} else if (p->orphan) {
+		p->orphan_connect_done = true;
+	}
+	return 0;
+}
+
+static int accept_step(struct drv *d, struct pair *p, int i)
+{
+	struct hnccl_net_device_handle *dev_handle = NULL;
+
+	NET_CALL(d->api.accept(p->listen, &p->recv, &dev_handle));
+	if (dev_handle) {
+		fail("accept %d set a device handle (%p) for a host device", i, (void *)dev_handle);
+		return -1;
+	}
+	if (!p->recv) {
+		d->accept_retries++;
+		return 0;
+	}
+	/* one handle, one connection: NCCL closes the listen comm as soon as accept succeeds */
+	NET_CALL(d->api.close_listen(p->listen));
+	p->listen = NULL;
+	return 0;
+}
+
+/*
+ * Connects and accepts pairs [from, to) the way NCCL's set-up does: connect and accept never
+ * block, so each is called again (connect with the same handle buffer) until it hands back a
+ * comm, and the two interleave. Orphans are connected to but never accepted.
+ */
+static int pairs_connect(struct drv *d, struct pair *p, int from, int to, double deadline)
+{
+	int i, up;
+
+	for (;;) {
+		up = 0;
+		for (i = from; i < to; i++) {
+			if (!p[i].send && !p[i].orphan_connect_done && connect_step(d, &p[i], i)) {
+				return -1;
+			}
+			if (!p[i].orphan && !p[i].recv && accept_step(d, &p[i], i)) {
+				return -1;
+			}
+			up += p[i].orphan || (p[i].send && p[i].recv);
+		}
+		if (up == to - from) {
+			return 0;
+		}
+		if (now_s() > deadline) {
+			fail("set-up timed out: %d of %d pairs connected and accepted", up,
+			     to - from);
+			return -1;
+		}
+	}
+}
+
+/* ---- data: flows of messages through a window of slots --------------------------------------- */
+
+struct flow {
+	struct drv *d;
+	void *comm;
+	bool recv;
+	int pair;	/* seeds the pattern and names messages in errors */
+	int dir;	/* DIR_* of the bytes this flow carries */
+	int tag;
+	int window;	/* outstanding requests at most, as NCCL's NCCL_STEPS */
+	size_t slot_bytes;
+	const size_t *sizes; /* cycled through; NULL: varied_size() within slot_bytes */
+	int nsizes;
+	bool capacity_slack; /* receive capacity: odd messages get 4 KiB more than they need */
+	bool flush_check;    /* after each receive, iflush must say "nothing to flush" */
+	bool peer_may_abort; /* the peer may close its end at any time: remote errors are fine */
+	uint64_t total;	     /* messages to post; UINT64_MAX: until an error */
+	uint64_t complete;   /* of those, how many must complete (the rest may stay out) */
+	unsigned char *region; /* the slots, one after another, registered once (as NCCL does) */
+	void *region_mh;
+	unsigned char *buf[MAX_WINDOW]; /* slot i, inside region */
+	void *mh[MAX_WINDOW];		/* all region_mh: each slot is inside that registration */
+	void *req[MAX_WINDOW];
+	uint64_t posted, done, filled; /* filled: messages whose bytes sit in their slot */
+};
+
+static size_t flow_size(const struct flow *f, uint64_t k)
+{
+	if (f->sizes) {
+		return f->sizes[k % (uint64_t)f->nsizes];
+	}
+	return varied_size(f->dir, f->pair, k, f->slot_bytes);
+}
+
+static size_t flow_capacity(const struct flow *f, uint64_t k)
+{
+	if (f->capacity_slack) {
+		return flow_size(f, k) + (k & 1 ? 4096 : 0);
+	}
+	return f->slot_bytes; /* NCCL posts whole slots */
+}
+
+/*
+ * Allocates the flow's slots in one buffer and registers it once (NCCL_PTR_HOST), as NCCL does
+ * with a connection's buffer: every isend and irecv names a part of that registration.
+ */
+static int flow_setup(struct flow *f)
+{
+	size_t len = (size_t)f->window * f->slot_bytes;
+	int i;
+
+	f->region = malloc(len ? len : 1);
+	if (!f->region) {
+		fail("out of memory for %d slots of %zu bytes", f->window, f->slot_bytes);
+		return -1;
+	}
+	memset(f->region, 0, len);
+	NET_CALL(f->d->api.reg_mr(f->comm, f->region, len, HNCCL_PTR_HOST, &f->region_mh));
+	for (i = 0; i < f->window; i++) {
+		f->buf[i] = f->region + (size_t)i * f->slot_bytes;
+		f->mh[i] = f->region_mh;
+	}
+	return 0;
+}
+
+/* Deregisters (NCCL does that before closing the comm) and frees the slots. */
+static int flow_teardown(struct flow *f)
+{
+	hnccl_result_t res;
+	int rc = 0;
+
+	if (f->region_mh) {
+		res = f->d->api.dereg_mr(f->comm, f->region_mh);
+		if (res != HNCCL_SUCCESS) {
+			fail("pair %d: deregMr returned %d (%s)", f->pair, res, res_name(res));
+			rc = -1;
+		}
+		f->region_mh = NULL;
+	}
+	free(f->region);
+	f->region = NULL;
+	memset(f->buf, 0, sizeof(f->buf));
+	memset(f->mh, 0, sizeof(f->mh));
+	return rc;
+}
+
+/*
+ * A data call failed: reported (-1); under peer-kill only recorded (-1, which ends the run); on a
+ * flow the peer may abort at any time, noted, and the flow posts nothing more (0).
+ */
+static int flow_error(struct flow *f, const char *call, uint64_t k, hnccl_result_t res)
+{
+	struct drv *d = f->d;
+
+	if (f->peer_may_abort && (res == HNCCL_REMOTE_ERROR || res == HNCCL_SYSTEM_ERROR)) {
+		note("pair %d %s msg %" PRIu64 ": %s returned %d (%s): the peer has closed it",
+		     f->pair, f->recv ? "recv" : "send", k, call, res, res_name(res));
+		f->total = f->posted;
+		return 0;
+	}
+	if (d->expect_error) {
+		if (!d->err_res) {
+			d->err_res = res;
+			d->err_time = now_s();
+			clock_gettime(CLOCK_REALTIME, &d->err_realtime);
+			note("pair %d %s msg %" PRIu64 ": %s returned %d (%s), as expected",
+			     f->pair, f->recv ? "recv" : "send", k, call, res, res_name(res));
+		}
+		return -1;
+	}
+	fail("pair %d %s msg %" PRIu64 ": %s returned %d (%s)", f->pair, f->recv ? "recv" : "send",
+	     k, call, res, res_name(res));
+	return -1;
+}
+
+/* Posts message f->posted: 1 posted, 0 the plugin said "later", -1 failed. */
+static int flow_post(struct flow *f)
+{
+	struct drv *d = f->d;
+	int slot = (int)(f->posted % (uint64_t)f->window);
+	size_t size = flow_size(f, f->posted), cap;
+	void *req = f->req[slot]; /* still the last finished request, as NCCL leaves it */
+	hnccl_result_t res;
+
+	if (!f->recv) {
+		if (f->filled <= f->posted) {
+			pattern_fill(f->buf[slot], size, msg_seed(f->dir, f->pair, f->posted));
+			f->filled = f->posted + 1;
+		}
+		res = d->api.isend(f->comm, f->buf[slot], size, f->tag, f->mh[slot],
+				   d->phandle_dummy[0], &req);
+		if (res != HNCCL_SUCCESS) {
+			return flow_error(f, "isend", f->posted, res);
+		}
+		if (!req) {
+			d->isend_retries++;
+			return 0;
+		}
+	} else {
+		cap = flow_capacity(f, f->posted);
+		if (cap > size) {
+			memset(f->buf[slot] + size, GUARD_BYTE,
+			       cap - size < GUARD_BYTES ? cap - size : GUARD_BYTES);
+		}
+		if (d->api.preset_optional_recv && (f->posted & 1)) {
+			req = (void *)HNCCL_NET_OPTIONAL_RECV_COMPLETION;
+		}
+		res = d->api.irecv(f->comm, 1, (void **)&f->buf[slot], &cap, &f->tag, &f->mh[slot],
+				   d->phandle_dummy, &req);
+		if (res != HNCCL_SUCCESS) {
+			return flow_error(f, "irecv", f->posted, res);
+		}
+		if (req == (void *)HNCCL_NET_OPTIONAL_RECV_COMPLETION) {
+			fail("pair %d irecv %" PRIu64 " left NCCL's optional-completion marker in "
+			     "*request",
+			     f->pair, f->posted);
+			return -1;
+		}
+		if (!req) {
+			d->irecv_retries++;
+			return 0;
+		}
+	}
+	f->req[slot] = req;
+	f->posted++;
+	return 1;
+}
+
+/* iflush on host memory: success and a NULL request ("nothing to flush"). */
+static int flush_check(struct flow *f, int slot, size_t size)
+{
+	void *req = (void *)0x5eed; /* output only: must be overwritten */
+	int isize = (int)size;
+
+	NET_CALL(f->d->api.iflush(f->comm, 1, (void **)&f->buf[slot], &isize, &f->mh[slot], &req));
+	if (req) {
+		fail("pair %d: iflush on host memory returned request %p, expected NULL", f->pair,
+		     req);
+		return -1;
+	}
+	return 0;
+}
+
+/* A finished receive: its size, every byte, and the guard bytes past it. */
+static int recv_verify(struct flow *f, int slot, uint64_t k, size_t size)
+{
+	size_t cap = flow_capacity(f, k), i;
+	long bad = pattern_diff(f->buf[slot], size, msg_seed(f->dir, f->pair, k));
+
+	if (bad >= 0) {
+		fail("pair %d recv msg %" PRIu64 " (%zu bytes): byte %ld differs from what the "
+		     "peer sent",
+		     f->pair, k, size, bad);
+		return -1;
+	}
+	for (i = size; i < cap && i < size + GUARD_BYTES; i++) {
+		if (f->buf[slot][i] != GUARD_BYTE) {
+			fail("pair %d recv msg %" PRIu64 ": byte %zu past the %zu-byte message was "
+			     "written",
+			     f->pair, k, i, size);
+			return -1;
+		}
+	}
+	f->d->verified_bytes += size;
+	return f->flush_check ? flush_check(f, slot, size) : 0;
+}
+
+/* Tests the oldest outstanding request only, as NCCL does: 1 done, 0 not yet, -1 failed. */
+static int flow_test(struct flow *f)
+{
+	struct drv *d = f->d;
+	int slot = (int)(f->done % (uint64_t)f->window), done = 0, got = -1;
+	size_t size = flow_size(f, f->done);
+	hnccl_result_t res;
+
+	/* NCCL passes no sizes array where it does not need one; every 7th message goes so */
+	res = d->api.test(f->req[slot], &done, f->done % 7 == 6 ? NULL : &got);
+	if (res != HNCCL_SUCCESS) {
+		return flow_error(f, "test", f->done, res);
+	}
+	if (!done) {
+		return 0;
+	}
+	if (f->done % 7 == 6) {
+		got = (int)size;
+	}
+	if (got < 0 || (size_t)got != size) {
+		fail("pair %d %s msg %" PRIu64 ": test() reported %d bytes, expected %zu", f->pair,
+		     f->recv ? "recv" : "send", f->done, got, size);
+		return -1;
+	}
+	if (f->recv) {
+		if (recv_verify(f, slot, f->done, size)) {
+			return -1;
+		}
+	} else {
+		d->sent_bytes += size;
+	}
+	d->messages++;
+	d->last_done_time = now_s();
+	f->done++;
+	return 1;
+}
+
+static bool flow_busy(const struct flow *f)
+{
+	return f->posted < f->total || f->done < f->complete;
+}
+
+/*
+ * NCCL's progress loop: each round posts what each flow's window allows, then tests only the
+ * oldest request of each flow. Ends when every flow has posted its messages and completed the
+ * ones it must, at the deadline, or at the first error.
+ */
+static int run_flows(struct drv *d, struct flow **flows, int n, double deadline)
+{
+	int i, rc;
+	bool busy;
+
+	do {
+		busy = false;
+		for (i = 0; i < n; i++) {
+			struct flow *f = flows[i];
+
+			while (f->posted < f->total && f->posted - f->done < (uint64_t)f->window) {
+				rc = flow_post(f);
+				if (rc < 0) {
+					return -1;
+				}
+				if (rc == 0) {
+					break;
+				}
+			}
+			if (f->done < f->posted && f->done < f->complete && flow_test(f) < 0) {
+				return -1;
+			}
+			busy |= flow_busy(f);
+		}
+		if (busy && now_s() > deadline) {
+			fail("timed out with messages outstanding:");
+			for (i = 0; i < n; i++) {
+				note("  pair %d %s: posted %" PRIu64 " done %" PRIu64
+				     " of %" PRIu64,
+				     flows[i]->pair, flows[i]->recv ? "recv" : "send",
+				     flows[i]->posted, flows[i]->done, flows[i]->complete);
+			}
+			return -1;
+		}
+	} while (busy);
+	(void)d;
+	return 0;
+}
+
+/* The two flows of pair i: what this side sends on its send comm, what it gets on its recv. */
+static void flows_of_pair(struct drv *d, struct pair *p, int i, struct flow *tx, struct flow *rx,
+			  const struct flow *shape)
+{
+	*tx = *shape;
+	tx->d = d;
+	tx->comm = p->send;
+	tx->recv = false;
+	tx->pair = i;
+	tx->dir = d->my_dir;
+	*rx = *shape;
+	rx->d = d;
+	rx->comm = p->recv;
+	rx->recv = true;
+	rx->pair = i;
+	rx->dir = d->peer_dir;
+	/* NCCL's tag is the sender's rank: the same for every message of a connection */
+	tx->tag = rx->tag = 1 + i;
+}
+
+static int close_pair(struct drv *d, struct pair *p, bool recv_first)
+{
+	if (recv_first && p->recv) {
+		NET_CALL(d->api.close_recv(p->recv));
+		p->recv = NULL;
+	}
+	if (p->send) {
+		NET_CALL(d->api.close_send(p->send));
+		p->send = NULL;
+	}
+	if (p->recv) {
+		NET_CALL(d->api.close_recv(p->recv));
+		p->recv = NULL;
+	}
+	if (p->listen) {
+		NET_CALL(d->api.close_listen(p->listen));
+		p->listen = NULL;
+	}
+	return 0;
+}
+
+/* Runs pairs [base, base + n) through the flows shape describes, in both directions at once. */
+static int exchange(struct drv *d, struct pair *p, int base, int n, const struct flow *shape,
+		    double deadline)
+{
+	struct flow *fl = calloc((size_t)n * 2, sizeof(*fl));
+	struct flow **run = calloc((size_t)n * 2, sizeof(*run));
+	int i, rc = -1;
+
+	if (!fl || !run) {
+		fail("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		flows_of_pair(d, &p[base + i], base + i, &fl[2 * i], &fl[2 * i + 1], shape);
+		run[2 * i] = &fl[2 * i];
+		run[2 * i + 1] = &fl[2 * i + 1];
+	}
+	for (i = 0; i < 2 * n; i++) {
+		if (flow_setup(&fl[i])) {
+			goto out;
+		}
+	}
+	rc = run_flows(d, run, 2 * n, deadline);
+out:
+	for (i = 0; fl && i < 2 * n; i++) {
+		if (flow_teardown(&fl[i])) {
+			rc = -1;
+		}
+	}
+	free(fl);
+	free(run);
+	return rc;
+}
+
+/* ---- scenarios ------------------------------------------------------------------------------- */
+
+static int pairs_open(struct drv *d, struct pair *p, int n, double deadline)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		p[i].ctx = d->ctx[i % d->nctx];
+	}
+	if (pairs_exchange(d, p, n, deadline)) {
+		return -1;
+	}
+	return pairs_connect(d, p, 0, n, deadline);
+}
+
+static int pairs_close(struct drv *d, struct pair *p, int n)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < n; i++) {
+		if (close_pair(d, &p[i], false)) {
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+/* Memory NCCL_PTR_HOST does not cover must be refused with an error, not registered or crash. */
+static int check_reg_refusals(struct drv *d, void *comm)
+{
+	static unsigned char buf[4096];
+	void *mh = (void *)0x1;
+	hnccl_result_t res;
+
+	res = d->api.reg_mr(comm, buf, sizeof(buf), HNCCL_PTR_CUDA, &mh);
+	if (res == HNCCL_SUCCESS) {
+		fail("regMr of NCCL_PTR_CUDA memory succeeded on a host-only device");
+		if (mh) {
+			d->api.dereg_mr(comm, mh);
+		}
+		return -1;
+	}
+	d->provoked_warns++;
+	note("regMr(NCCL_PTR_CUDA) refused with %d (%s), as it should be", res, res_name(res));
+	if (d->api.reg_mr_dmabuf) {
+		mh = (void *)0x1;
+		res = d->api.reg_mr_dmabuf(comm, buf, sizeof(buf), HNCCL_PTR_DMABUF, 0, -1, &mh);
+		if (res == HNCCL_SUCCESS) {
+			fail("regMrDmaBuf succeeded without NCCL_PTR_DMABUF in ptrSupport");
+			return -1;
+		}
+		d->provoked_warns++;
+		note("regMrDmaBuf refused with %d (%s)", res, res_name(res));
+	}
+	return 0;
+}
+
+static int set_net_attr_hint(struct drv *d)
+{
+	struct hnccl_net_attr attr = {
+		.sendCommAttr = { 1, 1, 1, 1 },
+		.recvCommAttr = { 1, 1, 1, 1 },
+		.op = (uint32_t)HNCCL_NET_ATTR_UNDEF,
+		.algo = (uint32_t)HNCCL_NET_ATTR_UNDEF,
+		.proto = (uint32_t)HNCCL_NET_ATTR_UNDEF,
+	};
+
+	if (d->api.set_net_attr) {
+		d->api.set_net_attr(d->ctx[0], &attr); /* NCCL ignores the result */
+	}
+	return 0;
+}
+
+static int scenario_basic(struct drv *d, double deadline)
+{
+	static const size_t all_sizes[] = { 0, 1, 4095, 4096, 1 * MIB, 64 * MIB };
+	size_t sizes[6];
+	struct pair p[1] = { { 0 } };
+	struct flow shape = { .window = 1, .capacity_slack = true, .flush_check = true };
+	int n = 0, i, rc;
+
+	for (i = 0; i < 6; i++) {
+		if (all_sizes[i] <= d->o.max_size) {
+			sizes[n++] = all_sizes[i];
+		}
+	}
+	shape.sizes = sizes;
+	shape.nsizes = n;
+	shape.slot_bytes = sizes[n - 1] + 4096;
+	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : (uint64_t)n;
+	if (drv_init(d, 0x1234) || set_net_attr_hint(d) || pairs_open(d, p, 1, deadline) ||
+	    check_reg_refusals(d, p[0].send)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	rc = exchange(d, p, 0, 1, &shape, deadline);
+	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+static int scenario_pipeline(struct drv *d, double deadline)
+{
+	int n = d->o.comms ? d->o.comms : 2;
+	struct pair p[MAX_PAIRS] = { { 0 } };
+	struct flow shape = { .window = 8, .slot_bytes = 512 * KIB };
+	int rc;
+
+	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : 2000;
+	if (drv_init(d, 0x2345) || pairs_open(d, p, n, deadline)) {
+		pairs_close(d, p, n);
+		return -1;
+	}
+	rc = exchange(d, p, 0, n, &shape, deadline);
+	if (pairs_close(d, p, n)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * many: 16 pairs over two communicators (and every device). The second half of the pairs is set
+ * up by another thread while the first half carries data, as NCCL's service and proxy threads
+ * do; then all pairs carry data at once.
+ */
+struct setup_job {
+	struct drv *d;
+	struct pair *p;
+	int from, to;
+	double deadline;
+	int rc;
+};
+
+static void *setup_thread(void *arg)
+{
+	struct setup_job *job = arg;
+
+	job->rc = pairs_connect(job->d, job->p, job->from, job->to, job->deadline);
+	return NULL;
+}
+
+static int scenario_many(struct drv *d, double deadline)
+{
+	int n = d->o.comms ? d->o.comms : 16, half = n / 2, i, rc;
+	struct pair p[MAX_PAIRS] = { { 0 } };
+	struct flow shape = { .window = 4, .slot_bytes = 256 * KIB };
+	struct setup_job job = { .d = d, .p = p, .from = half, .to = n, .deadline = deadline };
+	pthread_t thread;
+
+	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : 8;
+	/* two communicators: v11 on gets two contexts, and pairs alternate between them */
+	if (drv_init(d, 0x3456) || drv_init(d, 0x3457)) {
+		return -1;
+	}
+	/* pairs alternate between the contexts and spread over every device */
+	for (i = 0; i < n; i++) {
+		p[i].ctx = d->ctx[i % d->nctx];
+		p[i].dev = (i / 2) % d->ndev;
+	}
+	printf("many_devices=%d\n", d->ndev < n ? d->ndev : n);
+	if (pairs_exchange(d, p, n, deadline) || pairs_connect(d, p, 0, half, deadline)) {
+		pairs_close(d, p, n);
+		return -1;
+	}
+	/* NCCL's service thread sets comms up while its proxy thread moves data on others */
+	rc = pthread_create(&thread, NULL, setup_thread, &job);
+	if (rc) {
+		fail("pthread_create: %s", strerror(rc));
+		pairs_close(d, p, n);
+		return -1;
+	}
+	rc = exchange(d, p, 0, half, &shape, deadline);
+	pthread_join(thread, NULL);
+	if (!rc && job.rc) {
+		rc = -1;
+	}
+	if (!rc) {
+		/* then every pair at once, the tests interleaved across all of them */
+		rc = exchange(d, p, 0, n, &shape, deadline);
+	}
+	if (pairs_close(d, p, n)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * grouped: rounds of one irecv of n buffers (tags in a shuffled order) against n sends on one
+ * send comm, posted in another shuffled order; each send must land in the buffer of its tag.
+ */
+#define GROUP_CAP (128 * KIB)
+
+struct group_round {
+	int n;
+	int recv_tag[MAX_GROUP]; /* buffer i of the receive carries tag recv_tag[i] */
+	int send_tag[MAX_GROUP]; /* the sender posts tags in this order */
+};
+
+static size_t group_size(int round, int tag)
+{
+	static const size_t sizes[] = { 0, 1, 4095, 4096, 65536, 12345, 777, GROUP_CAP };
+
+	return sizes[(size_t)(round * 3 + tag) % 8];
+}
+
+static void shuffle(int *v, int n, uint64_t seed)
+{
+	uint64_t s = seed;
+	int i, j, t;
+
+	for (i = n - 1; i > 0; i--) {
+		j = (int)(splitmix(&s) % (uint64_t)(i + 1));
+		t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
+static void group_plan(int round, int dir, struct group_round *g)
+{
+	int i;
+
+	g->n = round % 2 == 0 ? MAX_GROUP : 1 + (round * 3) % MAX_GROUP;
+	for (i = 0; i < g->n; i++) {
+		g->recv_tag[i] = i;
+		g->send_tag[i] = i;
+	}
+	shuffle(g->recv_tag, g->n, msg_seed(dir, 1000, (uint64_t)round));
+	shuffle(g->send_tag, g->n, msg_seed(dir, 2000, (uint64_t)round));
+}
+
+#define GROUP_WINDOW 4
+
+struct group_side {
+	struct drv *d;
+	void *send, *recv;
+	int rounds;
+	/* sends: every message has its own buffer, all posted as early as the plugin allows */
+	unsigned char **sbuf;
+	size_t *ssize;
+	void **smh;
+	void **sreq;
+	int nsends, sposted, sdone;
+	/* receives: GROUP_WINDOW grouped requests in flight */
+	unsigned char *rbuf[GROUP_WINDOW][MAX_GROUP];
+	void *rmh[GROUP_WINDOW][MAX_GROUP];
+	void *rreq[GROUP_WINDOW];
+	int rposted, rdone;
+};
+
+static int group_send_index(const struct group_side *s, int round, int j)
+{
+	struct group_round g;
+	int r, k = 0;
+
+	for (r = 0; r < round; r++) {
+		group_plan(r, s->d->my_dir, &g);
+		k += g.n;
+	}
+	return k + j;
+}
+
+static int group_post_send(struct group_side *s)
+{
+	struct drv *d = s->d;
+	struct group_round g;
+	int k = s->sposted, round = 0, j = k, tag;
+	void *req = NULL;
+
+	for (;;) {
+		group_plan(round, d->my_dir, &g);
+		if (j < g.n) {
+			break;
+		}
+		j -= g.n;
+		round++;
+	}
+	tag = g.send_tag[j];
+	pattern_fill(s->sbuf[k], group_size(round, tag),
+		     msg_seed(d->my_dir, 0, (uint64_t)round * MAX_GROUP + (uint64_t)tag));
+	NET_CALL(d->api.isend(s->send, s->sbuf[k], group_size(round, tag), tag, s->smh[k],
+			      d->phandle_dummy[0], &req));
+	if (!req) {
+		d->isend_retries++;
+		return 0;
+	}
+	s->sreq[k] = req;
+	s->ssize[k] = group_size(round, tag);
+	s->sposted++;
+	return 1;
+}
+
+static int group_post_recv(struct group_side *s)
+{
+	struct drv *d = s->d;
+	struct group_round g;
+	int slot = s->rposted % GROUP_WINDOW, i;
+	size_t caps[MAX_GROUP];
+	void *req = NULL;
+
+	group_plan(s->rposted, d->peer_dir, &g);
+	for (i = 0; i < g.n; i++) {
+		size_t want = group_size(s->rposted, g.recv_tag[i]);
+
+		caps[i] = GROUP_CAP;
+		memset(s->rbuf[slot][i], 0, GROUP_CAP);
+		memset(s->rbuf[slot][i] + want, GUARD_BYTE,
+		       GROUP_CAP - want < GUARD_BYTES ? GROUP_CAP - want : GUARD_BYTES);
+	}
+	NET_CALL(d->api.irecv(s->recv, g.n, (void **)s->rbuf[slot], caps, g.recv_tag,
+			      s->rmh[slot], d->phandle_dummy, &req));
+	if (!req) {
+		d->irecv_retries++;
+		return 0;
+	}
+	s->rreq[slot] = req;
+	s->rposted++;
+	return 1;
+}
+
+static int group_check_recv(struct group_side *s, int round, const int *sizes)
+{
+	struct drv *d = s->d;
+	int slot = round % GROUP_WINDOW, i;
+	struct group_round g;
+
+	group_plan(round, d->peer_dir, &g);
+	for (i = 0; i < g.n; i++) {
+		int tag = g.recv_tag[i];
+		size_t want = group_size(round, tag), j;
+		long bad;
+
+		if (sizes[i] < 0 || (size_t)sizes[i] != want) {
+			fail("grouped round %d buffer %d (tag %d): test() reported %d bytes, "
+			     "expected %zu",
+			     round, i, tag, sizes[i], want);
+			return -1;
+		}
+		bad = pattern_diff(s->rbuf[slot][i], want,
+				   msg_seed(d->peer_dir, 0, (uint64_t)round * MAX_GROUP + tag));
+		if (bad >= 0) {
+			fail("grouped round %d buffer %d (tag %d, %zu bytes): byte %ld is not what "
+			     "the send with tag %d carried",
+			     round, i, tag, want, bad, tag);
+			return -1;
+		}
+		for (j = want; j < GROUP_CAP && j < want + GUARD_BYTES; j++) {
+			if (s->rbuf[slot][i][j] != GUARD_BYTE) {
+				fail("grouped round %d buffer %d: byte %zu past its %zu bytes was "
+				     "written",
+				     round, i, j, want);
+				return -1;
+			}
+		}
+		d->verified_bytes += want;
+	}
+	d->messages += (uint64_t)g.n;
+	return 0;
+}
+
+static int group_test(struct group_side *s)
+{
+	struct drv *d = s->d;
+	int done = 0, sizes[MAX_GROUP], i;
+
+	if (s->sdone < s->sposted) {
+		sizes[0] = -1;
+		NET_CALL(d->api.test(s->sreq[s->sdone], &done, sizes));
+		if (done && (size_t)sizes[0] != s->ssize[s->sdone]) {
+			fail("grouped send %d: test() reported %d bytes, expected %zu", s->sdone,
+			     sizes[0], s->ssize[s->sdone]);
+			return -1;
+		}
+		if (done) {
+			d->sent_bytes += s->ssize[s->sdone];
+			d->messages++;
+			s->sdone++;
+		}
+	}
+	if (s->rdone < s->rposted) {
+		for (i = 0; i < MAX_GROUP; i++) {
+			sizes[i] = -1;
+		}
+		done = 0;
+		NET_CALL(d->api.test(s->rreq[s->rdone % GROUP_WINDOW], &done, sizes));
+		if (done) {
+			if (group_check_recv(s, s->rdone, sizes)) {
+				return -1;
+			}
+			s->rdone++;
+		}
+	}
+	return 0;
+}
+
+static int group_run(struct group_side *s, double deadline)
+{
+	int rc = 1;
+
+	while (s->sdone < s->nsends || s->rdone < s->rounds) {
+		/* every send as early as the plugin takes it (up to 32 x maxRecvs may be out) */
+		while (s->sposted < s->nsends && (rc = group_post_send(s)) > 0) {
+		}
+		if (rc < 0) {
+			return -1;
+		}
+		while (s->rposted < s->rounds && s->rposted - s->rdone < GROUP_WINDOW &&
+		       (rc = group_post_recv(s)) > 0) {
+		}
+		if (rc < 0 || group_test(s)) {
+			return -1;
+		}
+		if (now_s() > deadline) {
+			fail("grouped: timed out with sends %d/%d/%d and receives %d/%d/%d "
+			     "(posted/done/total)",
+			     s->sposted, s->sdone, s->nsends, s->rposted, s->rdone, s->rounds);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int group_alloc(struct group_side *s)
+{
+	struct drv *d = s->d;
+	int k, w, i;
+
+	s->nsends = group_send_index(s, s->rounds, 0);
+	s->sbuf = calloc((size_t)s->nsends, sizeof(*s->sbuf));
+	s->smh = calloc((size_t)s->nsends, sizeof(*s->smh));
+	s->sreq = calloc((size_t)s->nsends, sizeof(*s->sreq));
+	s->ssize = calloc((size_t)s->nsends, sizeof(*s->ssize));
+	if (!s->sbuf || !s->smh || !s->sreq || !s->ssize) {
+		fail("out of memory");
+		return -1;
+	}
+	for (k = 0; k < s->nsends; k++) {
+		s->sbuf[k] = malloc(GROUP_CAP);
+		if (!s->sbuf[k]) {
+			fail("out of memory");
+			return -1;
+		}
+		NET_CALL(d->api.reg_mr(s->send, s->sbuf[k], GROUP_CAP, HNCCL_PTR_HOST, &s->smh[k]));
+	}
+	for (w = 0; w < GROUP_WINDOW; w++) {
+		for (i = 0; i < MAX_GROUP; i++) {
+			s->rbuf[w][i] = malloc(GROUP_CAP);
+			if (!s->rbuf[w][i]) {
+				fail("out of memory");
+				return -1;
+			}
+			NET_CALL(d->api.reg_mr(s->recv, s->rbuf[w][i], GROUP_CAP, HNCCL_PTR_HOST,
+					       &s->rmh[w][i]));
+		}
+	}
+	return 0;
+}
+
+static void group_free(struct group_side *s)
+{
+	int k, w, i;
+
+	for (k = 0; s->sbuf && k < s->nsends; k++) {
+		if (s->smh[k]) {
+			s->d->api.dereg_mr(s->send, s->smh[k]);
+		}
+		free(s->sbuf[k]);
+	}
+	for (w = 0; w < GROUP_WINDOW; w++) {
+		for (i = 0; i < MAX_GROUP; i++) {
+			if (s->rmh[w][i]) {
+				s->d->api.dereg_mr(s->recv, s->rmh[w][i]);
+			}
+			free(s->rbuf[w][i]);
+		}
+	}
+	free(s->sbuf);
+	free(s->smh);
+	free(s->sreq);
+	free(s->ssize);
+}
+
+static int scenario_grouped(struct drv *d, double deadline)
+{
+	struct pair p[1] = { { 0 } };
+	struct group_side s = { .d = d };
+	int rc = -1;
+
+	s.rounds = d->o.messages ? (int)d->o.messages : 40; /* 260 sends: 32 x maxRecvs + 4 */
+	if (drv_init(d, 0x4567) || pairs_open(d, p, 1, deadline)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	s.send = p[0].send;
+	s.recv = p[0].recv;
+	if (!group_alloc(&s)) {
+		rc = group_run(&s, deadline);
+	}
+	group_free(&s);
+	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * close-order: comms closed in every order NCCL may use, some with requests still out, one
+ * listen comm closed before any accept finished; then finalize, then dlclose (by main).
+ *   pair 0: messages done; closeSend, then closeRecv
+ *   pair 1: messages done; closeRecv, then closeSend
+ *   pair 2: two of four receives left posted (the peer sends two); closeSend, closeRecv
+ *   pair 3: two of four sends left waiting (the peer receives two); closeRecv, closeSend
+ *   pair 4: one large message each way, closed in flight (an abort)
+ *   pair 5: the orphan: never accepted, its listen comm closed after the others are up; the
+ *           peer's connect to it must end (an error, normally) without a crash
+ */
+#define CLOSE_PAIRS 6
+#define ORPHAN	    5
+
+static int close_order_orphan(struct drv *d, struct pair *p, double deadline)
+{
+	double bound = now_s() + 15;
+
+	/* never accepted: the peer's connect is still waiting for our answer when this closes */
+	NET_CALL(d->api.close_listen(p->listen));
+	p->listen = NULL;
+	while (!p->orphan_connect_done && now_s() < bound && now_s() < deadline) {
+		if (connect_step(d, p, ORPHAN)) {
+			return -1;
+		}
+		usleep(1000);
+	}
+	if (!p->orphan_connect_done) {
+		fail("connect to the peer's closed listen comm still in progress after 15 s");
+		return -1;
+	}
+	printf("orphan_connect_result=%d\n", p->send ? 0 : (int)p->orphan_res);
+	note("connect to the peer's closed listen comm ended with %d (%s)%s", p->orphan_res,
+	     res_name(p->orphan_res), p->send ? " and a comm (closed now)" : "");
+	return 0;
+}
+
+static int scenario_close_order(struct drv *d, double deadline)
+{
+	struct pair p[CLOSE_PAIRS] = { { 0 } };
+	struct flow fl[CLOSE_PAIRS][2];
+	struct flow *run[2 * ORPHAN] = { NULL };
+	struct flow shape = { .window = 4, .slot_bytes = 64 * KIB, .total = 4, .complete = 4 };
+	size_t big = d->o.max_size < 64 * MIB ? d->o.max_size : 64 * MIB;
+	static size_t big_sizes[1];
+	int i, rc = -1;
+
+	if (drv_init(d, 0x5678)) {
+		return -1;
+	}
+	for (i = 0; i < CLOSE_PAIRS; i++) {
+		p[i].ctx = d->ctx[0];
+	}
+	p[ORPHAN].orphan = true;
+	if (pairs_exchange(d, p, CLOSE_PAIRS, deadline) ||
+	    pairs_connect(d, p, 0, CLOSE_PAIRS, deadline) ||
+	    close_order_orphan(d, &p[ORPHAN], deadline)) {
+		goto close;
+	}
+	memset(fl, 0, sizeof(fl));
+	for (i = 0; i < ORPHAN; i++) {
+		flows_of_pair(d, &p[i], i, &fl[i][0], &fl[i][1], &shape);
+	}
+	fl[2][0].total = fl[2][0].complete = 2; /* pair 2: sends two ... */
+	fl[2][1].complete = 2;			/* ... receives four, two of which stay out */
+	fl[3][0].complete = 2;			/* pair 3: sends four, two stay out */
+	fl[3][1].total = fl[3][1].complete = 2;
+	big_sizes[0] = big;
+	for (i = 0; i < 2; i++) {
+		fl[4][i].sizes = big_sizes;
+		fl[4][i].nsizes = 1;
+		fl[4][i].slot_bytes = big;
+		fl[4][i].window = 1;
+		fl[4][i].total = 1;
+		fl[4][i].complete = 0; /* posted, then closed with the transfer in flight */
+		fl[4][i].peer_may_abort = true; /* and the peer may have closed its end first */
+	}
+	for (i = 0; i < 2 * ORPHAN; i++) {
+		run[i] = &fl[i / 2][i % 2];
+		if (flow_setup(run[i])) {
+			goto teardown;
+		}
+	}
+	rc = run_flows(d, run, 2 * ORPHAN, deadline);
+	if (!rc) {
+		note("close-order: closing with %" PRIu64 "+%" PRIu64 "+%" PRIu64 " requests out",
+		     fl[2][1].posted - fl[2][1].done, fl[3][0].posted - fl[3][0].done,
+		     fl[4][0].posted - fl[4][0].done + fl[4][1].posted - fl[4][1].done);
+	}
+teardown:
+	/* as NCCL on abort: memory deregistered, then the comms closed, requests still out */
+	for (i = 0; i < 2 * ORPHAN; i++) {
+		if (run[i] && flow_teardown(run[i])) {
+			rc = -1;
+		}
+	}
+close:
+	if (close_pair(d, &p[0], false) || close_pair(d, &p[1], true) ||
+	    close_pair(d, &p[2], false) || close_pair(d, &p[3], true) ||
+	    close_pair(d, &p[4], true) || close_pair(d, &p[5], false)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+/* The script writes when it signalled the peer (microseconds of CLOCK_REALTIME) to a file. */
+static void print_time_to_error(struct drv *d)
+{
+	char path[PATH_MAX];
+	long long signalled_us, err_us;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/signalled_at", d->o.dir);
+	f = fopen(path, "r");
+	if (!f) {
+		return;
+	}
+	if (fscanf(f, "%lld", &signalled_us) == 1) {
+		err_us = (long long)d->err_realtime.tv_sec * 1000000 +
+			 d->err_realtime.tv_nsec / 1000;
+		printf("time_to_error_ms=%lld\n", (err_us - signalled_us) / 1000);
+	}
+	fclose(f);
+}
+
+/*
+ * peer-kill: a pipeline without end; the script SIGKILLs (or SIGSTOPs) the peer, the server,
+ * and this side must see a request fail with ncclRemoteError or ncclSystemError, then close
+ * what it holds (requests still out) and finalize.
+ */
+static int scenario_peer_kill(struct drv *d, double deadline)
+{
+	int n = d->o.comms ? d->o.comms : 2;
+	struct pair p[MAX_PAIRS] = { { 0 } };
+	struct flow shape = { .window = 8, .slot_bytes = 512 * KIB };
+	int rc;
+
+	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : UINT64_MAX;
+	if (drv_init(d, 0x6789) || pairs_open(d, p, n, deadline)) {
+		pairs_close(d, p, n);
+		return -1;
+	}
+	d->expect_error = !d->o.server;
+	d->last_done_time = now_s();
+	rc = exchange(d, p, 0, n, &shape, deadline);
+	if (pairs_close(d, p, n)) {
+		return -1;
+	}
+	if (d->o.server) {
+		return rc; /* normally killed long before */
+	}
+	if (!d->err_res) {
+		fail("peer-kill: no request failed before the deadline (%d)", rc);
+		return -1;
+	}
+	printf("error_result=%d\nsilence_before_error_ms=%.0f\n", d->err_res,
+	       (d->err_time - d->last_done_time) * 1000);
+	print_time_to_error(d);
+	if (d->err_res != HNCCL_REMOTE_ERROR && d->err_res != HNCCL_SYSTEM_ERROR) {
+		fail("peer-kill: the failure was %d (%s), expected ncclRemoteError or "
+		     "ncclSystemError",
+		     d->err_res, res_name(d->err_res));
+		return -1;
+	}
+	if (!d->messages) {
+		fail("peer-kill: the error came before any message completed");
+		return -1;
+	}
+	return 0;
+}
+
+/* init-fail: init must fail, with exactly one WARN line that holds --expect-warn's text. */
+static int scenario_init_fail(struct drv *d)
+{
+	hnccl_result_t res = d->api.init(&d->ctx[0], 0x789a);
+	int warns = atomic_load(&warn_lines);
+
+	printf("init_result=%d\nwarn_lines=%d\n", res, warns);
+	if (res == HNCCL_SUCCESS) {
+		d->nctx = 1;
+		fail("init succeeded; expected a failure naming '%s'", d->o.expect_warn);
+		return -1;
+	}
+	if (warns != 1) {
+		fail("init failed with %d (%s) and %d WARN lines; expected exactly one", res,
+		     res_name(res), warns);
+		return -1;
+	}
+	if (!strstr(first_warn, d->o.expect_warn)) {
+		fail("the WARN line does not name '%s': %s", d->o.expect_warn, first_warn);
+		return -1;
+	}
+	note("init failed with %d (%s) and one WARN line naming '%s'", res, res_name(res),
+	     d->o.expect_warn);
+	return 0;
+}
+
+/* Creates DIR/NAME (empty): a mark the peer waits for. */
+static int mark_write(struct drv *d, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
+	f = fopen(path, "w");
+	if (!f || fclose(f) != 0) {
+		fail("cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Waits for DIR/NAME without touching the plugin: 0 once it exists, -1 at the deadline. */
+static int mark_wait(struct drv *d, const char *name, double deadline)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
+	while (access(path, F_OK) != 0) {
+		if (now_s() > deadline) {
+			return -1;
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+/*
+ * idle-peer: the client sends, the server receives; once its receives are done the server makes
+ * no plugin call at all (an NCCL rank with nothing left to do) until the client's sends have
+ * completed. A send must complete without the receiver calling the plugin again.
+ */
+static int scenario_idle_peer(struct drv *d, double deadline)
+{
+	struct pair p[1] = { { 0 } };
+	struct flow shape = { .window = 8, .slot_bytes = 512 * KIB };
+	struct flow tx, rx, *run[1];
+	double t0, send_bound;
+	int rc = -1;
+
+	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : 64;
+	if (drv_init(d, 0x89ab) || pairs_open(d, p, 1, deadline)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	flows_of_pair(d, &p[0], 0, &tx, &rx, &shape);
+	run[0] = d->o.server ? &rx : &tx;
+	if (flow_setup(run[0])) {
+		goto out;
+	}
+	t0 = now_s();
+	/* the client's sends get 10 s: far more than they need while the server still calls */
+	send_bound = d->o.server ? deadline : (t0 + 10 < deadline ? t0 + 10 : deadline);
+	rc = run_flows(d, run, 1, send_bound);
+	if (d->o.server) {
+		if (!rc &&
+		    (mark_write(d, "server.idle") || mark_wait(d, "client.done", deadline))) {
+			fail("idle-peer: the client did not finish its sends in time");
+			rc = -1;
+		}
+	} else {
+		if (rc) {
+			fail("idle-peer: %" PRIu64 " of %" PRIu64 " sends done after %.1f s; the "
+			     "last ones wait for a receiver that makes no more plugin calls",
+			     tx.done, tx.total, now_s() - t0);
+		}
+		mark_write(d, "client.done");
+	}
+out:
+	if (flow_teardown(run[0])) {
+		rc = -1;
+	}
+	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+static int run_scenario(struct drv *d, double deadline)
+{
+	const char *s = d->o.scenario;
+
+	if (!strcmp(s, "basic")) {
+		return scenario_basic(d, deadline);
+	}
+	if (!strcmp(s, "pipeline")) {
+		return scenario_pipeline(d, deadline);
+	}
+	if (!strcmp(s, "many")) {
+		return scenario_many(d, deadline);
+	}
+	if (!strcmp(s, "grouped")) {
+		return scenario_grouped(d, deadline);
+	}
+	if (!strcmp(s, "close-order")) {
+		return scenario_close_order(d, deadline);
+	}
+	if (!strcmp(s, "peer-kill")) {
+		return scenario_peer_kill(d, deadline);
+	}
+	if (!strcmp(s, "idle-peer")) {
+		return scenario_idle_peer(d, deadline);
+	}
+	if (!strcmp(s, "init-fail")) {
+		return scenario_init_fail(d);
+	}
+	fail("unknown scenario '%s'", s);
+	return -1;
+}
+
+/* Threads of this process (the plugin must leave none behind after dlclose). */
+static int thread_count(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f) {
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Threads: %d", &n) == 1) {
+			break;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/* WARN lines a clean run may print: the ones the driver provoked, and (for the scenarios that
+ * end connections in odd ways) any. */
+static bool warns_expected(const struct drv *d)
+{
+	return !strcmp(d->o.scenario, "close-order") || !strcmp(d->o.scenario, "peer-kill") ||
+	       !strcmp(d->o.scenario, "init-fail");
+}
+
+int main(int argc, char **argv)
+{
+	static int phandle_targets[MAX_GROUP];
+	struct drv d = { 0 };
+	double t0, t1;
+	int rc, threads_before, threads_after, i, unexpected;
+
+	if (parse_opts(&d.o, argc, argv)) {
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	log_role = d.o.role;
+	log_verbose = d.o.verbose;
+	d.my_dir = d.o.server ? DIR_S2C : DIR_C2S;
+	d.peer_dir = d.o.server ? DIR_C2S : DIR_S2C;
+	for (i = 0; i < MAX_GROUP; i++) {
+		d.phandle_dummy[i] = &phandle_targets[i];
+	}
+	if (d.o.dir) {
+		write_pid_file(&d);
+	}
+	threads_before = thread_count();
+	d.lib = dlopen(d.o.plugin, RTLD_NOW | RTLD_LOCAL);
+	if (!d.lib) {
+		fail("dlopen %s: %s", d.o.plugin, dlerror());
+		return 1;
+	}
+	printf("version=%d\nscenario=%s\nrole=%s\n", d.o.version, d.o.scenario, d.o.role);
+	t0 = now_s();
+	rc = api_load(&d.api, d.lib, d.o.version);
+	if (!rc) {
+		rc = run_scenario(&d, t0 + d.o.timeout_s);
+	}
+	if (drv_finalize(&d)) {
+		rc = -1;
+	}
+	t1 = now_s();
+	/* NCCL unloads the plugin at the end; nothing of it may keep running */
+	if (dlclose(d.lib) != 0) {
+		fail("dlclose: %s", dlerror());
+		rc = -1;
+	}
+	threads_after = thread_count();
+	if (threads_after != threads_before) {
+		fail("%d threads before loading the plugin, %d after unloading it", threads_before,
+		     threads_after);
+		rc = -1;
+	}
+	unexpected = atomic_load(&warn_lines) - d.provoked_warns;
+	if (!warns_expected(&d) && unexpected > 0) {
+		fail("the plugin logged %d WARN line(s) in a clean run; the first: %s", unexpected,
+		     first_warn);
+		rc = -1;
+	}
+	printf("verified_bytes=%" PRIu64 "\nsent_bytes=%" PRIu64 "\nmessages=%" PRIu64 "\n",
+	       d.verified_bytes, d.sent_bytes, d.messages);
+	printf("connect_retries=%" PRIu64 "\naccept_retries=%" PRIu64 "\n", d.connect_retries,
+	       d.accept_retries);
+	printf("isend_retries=%" PRIu64 "\nirecv_retries=%" PRIu64 "\n", d.isend_retries,
+	       d.irecv_retries);
+	printf("warn_lines=%d\nprofiler_calls=%d\n", atomic_load(&warn_lines),
+	       atomic_load(&profiler_calls));
+	printf("seconds=%.3f\ngoodput_gbps=%.3f\n", t1 - t0,
+	       t1 > t0 ? (double)(d.verified_bytes + d.sent_bytes) * 8 / (t1 - t0) / 1e9 : 0.0);
+	printf("result=%s\n", rc ? "FAIL" : "ok");
+	return rc ? 1 : 0;
+}
