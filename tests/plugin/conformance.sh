@@ -142,17 +142,35 @@ harness_cleanup_extra() {
 		kill -CONT "$stopped" 2>/dev/null || true
 	fi
 }
+
+# make_topology: namespaces A and B joined by one veth pair, or two. The second pair has its own
+# /24 in 198.19/16 and names that extend the first's, so HARP_IFNAME=$if_a (a prefix, as in
+# NCCL_SOCKET_IFNAME) matches both, first pair first.
+make_topology() {
+	topo_pair 1500 "$queues" || return
+	if ((devices == 2)); then
+		topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" 1500 "$queues"
+		ns_exec "$ns_a" ip addr add "198.19.$topo_net.1/24" dev "${if_a}2"
+		ns_exec "$ns_b" ip addr add "198.19.$topo_net.2/24" dev "${if_b}2"
+		topo_wait_ping "$ns_a" "198.19.$topo_net.2" || return
+		topo_log "second pair ${if_a}2 <-> ${if_b}2 in 198.19.$topo_net.0/24"
+	fi
+}
+
 harness_init plugin
-topo_pair 1500 "$queues" || exit
-# A second veth pair (its own /24 in 198.19/16); its names extend the first's, so HARP_IFNAME=$if_a
-# (a prefix, as in NCCL_SOCKET_IFNAME) matches both, first pair first.
-if ((devices == 2)); then
-	topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" 1500 "$queues"
-	ns_exec "$ns_a" ip addr add "198.19.$topo_net.1/24" dev "${if_a}2"
-	ns_exec "$ns_b" ip addr add "198.19.$topo_net.2/24" dev "${if_b}2"
-	topo_wait_ping "$ns_a" "198.19.$topo_net.2" || exit
-	topo_log "second pair ${if_a}2 <-> ${if_b}2 in 198.19.$topo_net.0/24"
-fi
+make_topology || exit
+
+# fresh_topology: new interfaces for each case. The kernel frees an AF_XDP socket's hold on its
+# queue in deferred work after the process has gone, and on a loaded machine the next driver's
+# bind to that queue can still fail with EBUSY.
+topo_used=0
+fresh_topology() {
+	if ((topo_used)); then
+		topo_cleanup
+		make_topology || exit
+	fi
+	topo_used=1
+}
 
 # Seconds a driver may take (its --timeout); the wrappers kill it 30 s later. Each scenario needs
 # a few seconds here; the margin is for loaded machines and valgrind.
@@ -232,6 +250,7 @@ run_pair() {
 	local server_pid client_pid server_rc=0 client_rc=0 before=$fail verified
 	limit=$(($(driver_timeout "$scenario") + 30))
 	mkdir -p "$dir"
+	fresh_topology
 	t0=${EPOCHREALTIME/./}
 	side_cmd server "$version" "$scenario" "$dir"
 	spawn_bounded "$limit" "${cmd[@]}" >"$dir/server.out" 2>"$dir/server.err"
@@ -277,6 +296,7 @@ run_peer_kill() {
 	local server_pid client_pid server_drv="" client_rc=0 before=$fail
 	limit=$(($(driver_timeout peer-kill) + 30))
 	mkdir -p "$dir"
+	fresh_topology
 	side_cmd server "$version" peer-kill "$dir" HARP_PEER_TIMEOUT_MS=2000
 	spawn_bounded "$limit" "${cmd[@]}" >"$dir/server.out" 2>"$dir/server.err"
 	server_pid=$spawned_pid
@@ -285,16 +305,18 @@ run_peer_kill() {
 	spawn_bounded "$limit" "${cmd[@]}" >"$dir/client.out" 2>"$dir/client.err"
 	client_pid=$spawned_pid
 	pids+=("$client_pid")
-	# Up to 30 s for both handle files, then 2 s of traffic.
-	for ((i = 0; i < 300; i++)); do
-		[[ -e $dir/server.handles && -e $dir/client.handles ]] && break
+	# Up to 60 s until both sides have completed a message (each writes <role>.flowing then),
+	# then 1 s more of traffic: the signal comes in the middle of the transfer.
+	for ((i = 0; i < 600; i++)); do
+		[[ -e $dir/server.flowing && -e $dir/client.flowing ]] && break
 		sleep 0.1
 	done
-	sleep 2
+	sleep 1
 	server_drv=$(cat "$dir/server.pid" 2>/dev/null || true)
-	if [[ -z $server_drv ]] || ! kill -0 "$client_pid" 2>/dev/null ||
-		! kill -0 "$server_drv" 2>/dev/null; then
-		report "$name: a side ended before the server could be signalled"
+	if [[ -z $server_drv || ! -e $dir/server.flowing || ! -e $dir/client.flowing ]] ||
+		! kill -0 "$client_pid" 2>/dev/null || ! kill -0 "$server_drv" 2>/dev/null; then
+		report "$name: no traffic both ways, or a side ended, before the server could be" \
+			"signalled"
 		kill "$server_pid" "$client_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
 		wait "$client_pid" 2>/dev/null || true

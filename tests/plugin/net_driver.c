@@ -78,7 +78,8 @@ static void usage(void)
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
-		"scenarios: basic pipeline many grouped close-order peer-kill idle-peer init-fail\n");
+		"scenarios: basic pipeline many grouped close-order peer-kill idle-peer\n"
+		"           init-fail\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -716,6 +717,7 @@ struct drv {
 	int provoked_warns; /* WARN lines this driver asked for (a refused regMr) */
 	/* peer-kill: errors are expected, and recorded rather than reported */
 	bool expect_error;
+	bool mark_flowing; /* write DIR/<role>.flowing when the first message completes */
 	hnccl_result_t err_res;
 	double err_time, last_done_time;
 	struct timespec err_realtime;
@@ -878,6 +880,36 @@ static void write_pid_file(struct drv *d)
 		fprintf(f, "%d\n", getpid());
 		fclose(f);
 	}
+}
+
+/* Creates DIR/NAME (empty): a mark the peer waits for. */
+static int mark_write(struct drv *d, const char *name)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
+	f = fopen(path, "w");
+	if (!f || fclose(f) != 0) {
+		fail("cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Waits for DIR/NAME without touching the plugin: 0 once it exists, -1 at the deadline. */
+static int mark_wait(struct drv *d, const char *name, double deadline)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
+	while (access(path, F_OK) != 0) {
+		if (now_s() > deadline) {
+			return -1;
+		}
+		usleep(10000);
+	}
+	return 0;
 }
 
 /* ---- init and properties --------------------------------------------------------------------- */
@@ -1408,6 +1440,12 @@ static int flow_test(struct flow *f)
 	d->messages++;
 	d->last_done_time = now_s();
 	f->done++;
+	if (d->mark_flowing && d->messages == 1) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%s.flowing", d->o.role);
+		mark_write(d, name);
+	}
 	return 1;
 }
 
@@ -2184,6 +2222,7 @@ static int scenario_peer_kill(struct drv *d, double deadline)
 		return -1;
 	}
 	d->expect_error = !d->o.server;
+	d->mark_flowing = true; /* the script signals the server once both sides move data */
 	d->last_done_time = now_s();
 	rc = exchange(d, p, 0, n, &shape, deadline);
 	if (pairs_close(d, p, n)) {
@@ -2235,36 +2274,6 @@ static int scenario_init_fail(struct drv *d)
 	}
 	note("init failed with %d (%s) and one WARN line naming '%s'", res, res_name(res),
 	     d->o.expect_warn);
-	return 0;
-}
-
-/* Creates DIR/NAME (empty): a mark the peer waits for. */
-static int mark_write(struct drv *d, const char *name)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
-	f = fopen(path, "w");
-	if (!f || fclose(f) != 0) {
-		fail("cannot create %s: %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* Waits for DIR/NAME without touching the plugin: 0 once it exists, -1 at the deadline. */
-static int mark_wait(struct drv *d, const char *name, double deadline)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
-	while (access(path, F_OK) != 0) {
-		if (now_s() > deadline) {
-			return -1;
-		}
-		usleep(10000);
-	}
 	return 0;
 }
 
