@@ -52,12 +52,9 @@ static struct {
 	struct hp_comm *connecting; /* connects whose set-up is in progress */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* One init's context (v11 and later); the older tables share legacy_ctx. */
+/* One init's context (v11 and later); the older tables share one. Names its communicator. */
 struct hp_ctx {
 	uint64_t comm_id;
-	int traffic_class;
-	struct hnccl_net_attr attr;
-	bool have_attr;
 };
 
 struct hp_comm;
@@ -94,10 +91,12 @@ _Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) <= HNCCL_NET_HANDLE_MA
 
 /* ---- logging -------------------------------------------------------------------------------- */
 
-static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *fmt, ...)
+/* file and line: where the message comes from, as NCCL prints them */
+static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
+		   const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -106,19 +105,22 @@ static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (g.logger) {
-		g.logger(level, flags, __FILE__, __LINE__, "NET/HARP : %s", msg);
+		g.logger(level, flags, file, line, "NET/HARP : %s", msg);
 	} else if (level == HNCCL_LOG_WARN) {
 		fprintf(stderr, "NET/HARP : %s\n", msg);
 	}
 }
 
-#define HP_WARN(...) hp_log(HNCCL_LOG_WARN, HNCCL_NET | HNCCL_INIT, __VA_ARGS__)
-#define HP_INFO(...) hp_log(HNCCL_LOG_INFO, HNCCL_NET | HNCCL_INIT, __VA_ARGS__)
+#define HP_WARN(...)                                                                            \
+	hp_log(HNCCL_LOG_WARN, HNCCL_NET | HNCCL_INIT, __FILE__, __LINE__, __VA_ARGS__)
+#define HP_INFO(...)                                                                            \
+	hp_log(HNCCL_LOG_INFO, HNCCL_NET | HNCCL_INIT, __FILE__, __LINE__, __VA_ARGS__)
 
 /* harp's own log lines go to NCCL's logger: errors and warnings as WARN, the rest as INFO. */
 static void hp_print(enum harp_log_level level, const char *msg)
 {
-	hp_log(level <= HARP_LOG_WARN ? HNCCL_LOG_WARN : HNCCL_LOG_INFO, HNCCL_NET, "%s", msg);
+	hp_log(level <= HARP_LOG_WARN ? HNCCL_LOG_WARN : HNCCL_LOG_INFO, HNCCL_NET, "libharp", 0,
+	       "%s", msg);
 }
 
 /* The one translation from harp's negative errno to NCCL's result. */
@@ -298,8 +300,8 @@ hnccl_result_t hp_init(void **ctx, uint64_t comm_id, const struct hnccl_comm_con
 	if (!c) {
 		return HNCCL_SYSTEM_ERROR;
 	}
+	(void)config; /* a traffic class has no meaning on AF_XDP yet */
 	c->comm_id = comm_id;
-	c->traffic_class = config ? config->trafficClass : HNCCL_NET_TRAFFIC_CLASS_UNDEF;
 	pthread_mutex_lock(&g.lock);
 	if (logger) {
 		g.logger = logger;
@@ -749,7 +751,6 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 	n = r->n;
 	req_put(r->comm, r);
 	if (err) {
-		*done = 0;
 		return hp_result(err);
 	}
 	for (i = 0; sizes && i < n; i++) {
@@ -760,14 +761,9 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 
 hnccl_result_t hp_set_net_attr(void *ctx, const struct hnccl_net_attr *attr)
 {
-	struct hp_ctx *c = ctx;
-
-	if (!c || !attr) {
-		return HNCCL_SUCCESS;
-	}
-	/* harp runs one path per connection today, so the flow hints change nothing yet; keep
-	 * them so a multi-path version can honour maxFlowsPerPeer */
-	c->attr = *attr;
-	c->have_attr = true;
+	/* harp runs one path per connection today, so the flow hints (maxFlowsPerPeer and the
+	 * like) have nothing to change yet; NCCL ignores the result */
+	(void)ctx;
+	(void)attr;
 	return HNCCL_SUCCESS;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "harp/harp.h"
+#include "size_arg.h"
 
 #define MAX_SIZES 32
 #define MAX_CONNS 256
@@ -77,42 +78,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s) {
-		return -1;
-	}
-	switch (*end) {
-	case 'K':
-	case 'k':
-		v <<= 10;
-		end++;
-		break;
-	case 'M':
-	case 'm':
-		v <<= 20;
-		end++;
-		break;
-	case 'G':
-	case 'g':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end) {
-		return -1;
-	}
-	*out = v;
-	return 0;
 }
 
 static int parse_sizes(struct opts *o, char *list)

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "nccl_net_abi.h"
+#include "size_arg.h"
 
 #define HANDLE_BYTES HNCCL_NET_HANDLE_MAXSIZE
 #define MAX_PAIRS    64
@@ -80,35 +81,6 @@ static void usage(void)
 		"  --verbose               print the plugin's TRACE lines too\n"
 		"scenarios: basic pipeline many grouped close-order peer-kill idle-peer\n"
 		"           init-fail\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s) {
-		return -1;
-	}
-	switch (*end) {
-	case 'K':
-		v *= KIB;
-		end++;
-		break;
-	case 'M':
-		v *= MIB;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end) {
-		return -1;
-	}
-	*out = v;
-	return 0;
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -156,12 +128,16 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'c':
 			o->comms = atoi(optarg);
 			break;
-		case 'M':
-			if (parse_size(optarg, &o->max_size)) {
+		case 'M': {
+			uint64_t v;
+
+			if (parse_size(optarg, &v)) {
 				fprintf(stderr, "harp-net-driver: bad --max-size '%s'\n", optarg);
 				return -1;
 			}
+			o->max_size = (size_t)v;
 			break;
+		}
 		case 'w':
 			o->expect_warn = optarg;
 			break;
