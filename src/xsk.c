@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <linux/if_xdp.h>
 #include <bpf/bpf.h>
@@ -15,6 +16,9 @@
 #ifndef XDP_MAX_TX_SKB_BUDGET
 #define XDP_MAX_TX_SKB_BUDGET 9 /* kernel 6.15+; Debian 12's headers predate it */
 #endif
+
+/* How long a bind waits for a queue that a process which just exited still holds. */
+#define XSK_BUSY_WAIT_MS 1000
 
 static int fill_all(struct xsk_port *p)
 {
@@ -50,7 +54,7 @@ static const char *bind_hint(int err)
 {
 	switch (err) {
 	case EBUSY:
-		return " (another AF_XDP socket, perhaps another harp process, holds this queue)";
+		return " (another AF_XDP socket holds this queue, and kept it for over a second)";
 	case EINVAL:
 		return " (the queue does not exist: check `ethtool -l`)";
 	case EPERM:
@@ -61,7 +65,8 @@ static const char *bind_hint(int err)
 	}
 }
 
-static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bind_mode)
+static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bind_mode,
+		       bool quiet_busy)
 {
 	int err;
 
@@ -72,16 +77,21 @@ static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bi
 			return 0;
 		}
 		if (bind_mode == HARP_BIND_ZEROCOPY || (err != -EOPNOTSUPP && err != -EPROTONOSUPPORT)) {
+			if (err == -EBUSY && quiet_busy) {
+				return err;
+			}
 			pr_err("xsk: zero-copy bind of %s queue %d failed: %s%s", ifname, queue,
 			       strerror(-err), bind_hint(-err));
 			return err;
 		}
-		pr_info("xsk: %s queue %d has no zero-copy support; using copy mode", ifname, queue);
 	}
 	err = bind_socket(p, ifname, queue, XDP_COPY);
-	if (err) {
+	if (err && !(err == -EBUSY && quiet_busy)) {
 		pr_err("xsk: bind of %s queue %d failed: %s%s", ifname, queue, strerror(-err),
 		       bind_hint(-err));
+	}
+	if (!err && bind_mode != HARP_BIND_COPY) {
+		pr_info("xsk: %s queue %d has no zero-copy support; using copy mode", ifname, queue);
 	}
 	return err;
 }
@@ -96,7 +106,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		.frame_size = fsize,
 		.frame_headroom = 0,
 	};
-	int budget, err, fd;
+	int budget, err, fd, waited_ms;
 
 	memset(p, 0, sizeof(*p));
 	p->queue = queue;
@@ -109,18 +119,36 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	if (err) {
 		goto err_area;
 	}
-	err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill, &p->comp,
-			       &ucfg);
-	if (err) {
-		pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s%s", nframes,
-		       ifname, queue, strerror(-err),
-		       err == -EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" :
-		       err == -ENOMEM || err == -ENOBUFS ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
-		goto err_pool;
+	/*
+	 * The kernel frees an AF_XDP socket after its process has gone, not at exit, so a queue
+	 * released a moment ago can still read EBUSY. The per-interface lock already keeps live
+	 * harp processes apart, so wait a bounded time for the queue. A failed bind leaves
+	 * libxdp's UMEM without its fill and completion rings, so each try starts from a new one.
+	 */
+	for (waited_ms = 0;; waited_ms += 10) {
+		err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill,
+				       &p->comp, &ucfg);
+		if (err) {
+			pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s%s",
+			       nframes, ifname, queue, strerror(-err),
+			       err == -EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" :
+			       err == -ENOMEM || err == -ENOBUFS ?
+			       " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
+			goto err_pool;
+		}
+		err = open_socket(p, ifname, queue, params->bind_mode, waited_ms < XSK_BUSY_WAIT_MS);
+		if (err != -EBUSY || waited_ms >= XSK_BUSY_WAIT_MS) {
+			break;
+		}
+		xsk_umem__delete(p->umem);
+		p->umem = NULL;
+		usleep(10 * 1000);
 	}
-	err = open_socket(p, ifname, queue, params->bind_mode);
 	if (err) {
 		goto err_umem;
+	}
+	if (waited_ms > 0) {
+		pr_debug("xsk: %s queue %d came free after %d ms", ifname, queue, waited_ms);
 	}
 	p->fd = xsk_socket__fd(p->xsk);
 	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */
