@@ -161,6 +161,7 @@ static hnccl_result_t isend_v8(void *send_comm, void *data, int size, int tag, v
 {
 	*request = NULL;
 	if (size < 0) {
+		HP_WARN("isend of %d bytes: a size cannot be negative", size);
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	return hp_isend(send_comm, data, (size_t)size, tag, mhandle, request);
@@ -178,6 +179,7 @@ static hnccl_result_t irecv_v8(void *recv_comm, int n, void **data, int *sizes, 
 	}
 	for (i = 0; i < n; i++) {
 		if (sizes[i] < 0) {
+			HP_WARN("irecv buffer %d of %d bytes: a size cannot be negative", i, sizes[i]);
 			return HNCCL_INVALID_ARGUMENT;
 		}
 		sz[i] = (size_t)sizes[i];

@@ -91,12 +91,9 @@ _Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) <= HNCCL_NET_HANDLE_MA
 
 /* ---- logging -------------------------------------------------------------------------------- */
 
-static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
-		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
 /* file and line: where the message comes from, as NCCL prints them */
-static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
-		   const char *fmt, ...)
+void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
+	    const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -110,11 +107,6 @@ static void hp_log(enum hnccl_log_level level, unsigned long flags, const char *
 		fprintf(stderr, "NET/HARP : %s\n", msg);
 	}
 }
-
-#define HP_WARN(...)                                                                            \
-	hp_log(HNCCL_LOG_WARN, HNCCL_NET | HNCCL_INIT, __FILE__, __LINE__, __VA_ARGS__)
-#define HP_INFO(...)                                                                            \
-	hp_log(HNCCL_LOG_INFO, HNCCL_NET | HNCCL_INIT, __FILE__, __LINE__, __VA_ARGS__)
 
 /* harp's own log lines go to NCCL's logger: errors and warnings as WARN, the rest as INFO. */
 static void hp_print(enum harp_log_level level, const char *msg)

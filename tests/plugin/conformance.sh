@@ -8,7 +8,7 @@
 #     --versions LIST     tables to drive, comma-separated (default 8,9,10,11,12)
 #     --scenarios LIST    comma-separated, or all (default basic,pipeline,grouped):
 #                         basic pipeline many grouped close-order peer-kill idle-peer
-#                         init-fail
+#                         limits init-fail
 #     --only WHAT         symbols: only check the exported symbols (no root needed);
 #                         init-fail: only the init failure cases
 #     --queues N          veth queues, and HARP_QUEUES=N for both sides (default 1)
@@ -42,8 +42,12 @@ netns_dir=$(cd "$here/../netns" && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$netns_dir/lib.sh"
 
+# usage [WHAT]: what was wrong, if known, then the synopsis; exits 2.
 usage() {
-	sed -n '4,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	if (($#)); then
+		echo "conformance: $*" >&2
+	fi
+	sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -60,27 +64,28 @@ while (($#)); do
 	--devices) devices=${2:?} && shift ;;
 	--client-env) client_env=${2:?} && shift ;;
 	--valgrind) use_valgrind=1 ;;
-	*) usage ;;
+	*) usage "unknown option '$1'" ;;
 	esac
 	shift
 done
 if [[ $scenarios == all ]]; then
-	scenarios="basic,pipeline,many,grouped,close-order,peer-kill,idle-peer,init-fail"
+	scenarios="basic,pipeline,many,grouped,close-order,peer-kill,idle-peer,limits,init-fail"
 fi
 IFS=, read -r -a version_list <<<"$versions"
 IFS=, read -r -a scenario_list <<<"$scenarios"
 for v in "${version_list[@]}"; do
-	[[ $v =~ ^(8|9|10|11|12)$ ]] || usage
+	[[ $v =~ ^(8|9|10|11|12)$ ]] || usage "no table version '$v' (8 to 12)"
 done
 for s in "${scenario_list[@]}"; do
-	[[ $s =~ ^(basic|pipeline|many|grouped|close-order|peer-kill|init-fail|idle-peer)$ ]] ||
-		usage
+	[[ $s =~ ^(basic|pipeline|many|grouped|close-order|peer-kill|idle-peer|limits|init-fail)$ ]] ||
+		usage "no scenario '$s'"
 done
 case $only in
 "" | symbols | init-fail) ;;
-*) usage ;;
+*) usage "--only takes symbols or init-fail, not '$only'" ;;
 esac
-[[ $queues =~ ^[1-9]$ && $devices =~ ^[12]$ ]] || usage
+[[ $queues =~ ^[1-9]$ && $devices =~ ^[12]$ ]] ||
+	usage "--queues must be 1 to 9 and --devices 1 or 2 (got '$queues' and '$devices')"
 if [[ -z $plugin || ! -f $plugin ]]; then
 	echo "conformance: no plugin at '$plugin' (--plugin)" >&2
 	exit 1
@@ -178,6 +183,7 @@ driver_timeout() {
 	local scenario=$1 t
 	case $scenario in
 	pipeline) t=240 ;;
+	limits) t=120 ;;
 	*) t=60 ;;
 	esac
 	((use_valgrind)) && t=$((t * 4))

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -2304,6 +2305,96 @@ out:
 	return rc;
 }
 
+/* isend(size) on a registered region must be refused: an error, and no request. */
+static int expect_isend_refused(struct drv *d, void *comm, void *data, void *mh, long long size,
+				const char *what)
+{
+	void *req = NULL;
+	hnccl_result_t res;
+
+	/* v8 gets the int NCCL would pass, past the driver's own v8 size check */
+	if (d->api.version == 8) {
+		res = t8->isend(comm, data, (int)size, 1, mh, &req);
+	} else {
+		res = d->api.isend(comm, data, (size_t)size, 1, mh, d->phandle_dummy[0], &req);
+	}
+	if (res == HNCCL_SUCCESS || req) {
+		fail("isend of %s (%lld bytes) returned %d (%s) and request %p: expected a refusal",
+		     what, size, res, res_name(res), req);
+		return -1;
+	}
+	d->provoked_warns++;
+	note("isend of %s (%lld bytes) refused with %d (%s)", what, size, res, res_name(res));
+	return 0;
+}
+
+/*
+ * limits: the largest message the device advertises (maxP2pBytes; v8 has none and NCCL keeps
+ * it to 1 GiB) crosses in both directions byte-exact. Sends past it are refused with an error
+ * and no request: one byte over (on a region registered that large), and on v8 a negative size
+ * and INT_MAX. The connection then carries messages exactly as before.
+ */
+static int scenario_limits(struct drv *d, double deadline)
+{
+	static const size_t small[] = { 0, 4096, 1 * MIB };
+	struct pair p[1] = { { 0 } };
+	struct drv_props props;
+	size_t max, region_len;
+	struct flow big = { .window = 1 }, after = { .window = 4, .sizes = small, .nsizes = 3 };
+	unsigned char *region = MAP_FAILED;
+	void *mh = NULL;
+	int rc = -1;
+
+	if (drv_init(d, 0x3456) || pairs_open(d, p, 1, deadline)) {
+		goto out;
+	}
+	NET_CALL(d->api.get_properties(p[0].dev, &props, 0));
+	max = props.max_p2p_bytes;
+	note("largest message: %zu bytes each way", max);
+	big.sizes = &max;
+	big.nsizes = 1;
+	big.slot_bytes = max;
+	big.total = big.complete = 1;
+	if (exchange(d, p, 0, 1, &big, deadline)) {
+		goto out;
+	}
+	/* Registered but never touched: the refusals must not read it. */
+	region_len = max + 4096;
+	region = mmap(NULL, region_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (region == MAP_FAILED) {
+		fail("mmap of %zu bytes: %s", region_len, strerror(errno));
+		goto out;
+	}
+	if (d->api.reg_mr(p[0].send, region, region_len, HNCCL_PTR_HOST, &mh) != HNCCL_SUCCESS) {
+		fail("regMr of %zu bytes failed", region_len);
+		goto out;
+	}
+	if (expect_isend_refused(d, p[0].send, region, mh, (long long)max + 1, "maxP2pBytes + 1")) {
+		goto out;
+	}
+	if (d->api.version == 8 &&
+	    (expect_isend_refused(d, p[0].send, region, mh, -1, "a negative size") ||
+	     expect_isend_refused(d, p[0].send, region, mh, INT_MAX, "INT_MAX"))) {
+		goto out;
+	}
+	after.slot_bytes = 1 * MIB;
+	after.total = after.complete = 12;
+	rc = exchange(d, p, 0, 1, &after, deadline);
+out:
+	if (mh && d->api.dereg_mr(p[0].send, mh) != HNCCL_SUCCESS) {
+		fail("deregMr of the large region failed");
+		rc = -1;
+	}
+	if (region != MAP_FAILED) {
+		munmap(region, max + 4096);
+	}
+	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	return rc;
+}
+
 static int run_scenario(struct drv *d, double deadline)
 {
 	const char *s = d->o.scenario;
@@ -2328,6 +2419,9 @@ static int run_scenario(struct drv *d, double deadline)
 	}
 	if (!strcmp(s, "idle-peer")) {
 		return scenario_idle_peer(d, deadline);
+	}
+	if (!strcmp(s, "limits")) {
+		return scenario_limits(d, deadline);
 	}
 	if (!strcmp(s, "init-fail")) {
 		return scenario_init_fail(d);
