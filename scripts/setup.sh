@@ -18,6 +18,7 @@ packages=(
 	clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev # BPF program and loader
 	cmake make gcc pkg-config libcmocka-dev                        # build and unit tests
 	iproute2 ethtool nftables xdp-tools iputils-ping iperf3 python3 # netns and fault tests
+	sockperf gnuplot-nox                                            # perf: peers and plots
 	valgrind                                                        # memcheck (netns, plugin)
 )
 

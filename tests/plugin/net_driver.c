@@ -37,13 +37,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nccl_net_abi.h"
+#include "net_shim.h"
 #include "size_arg.h"
 
 #define HANDLE_BYTES HNCCL_NET_HANDLE_MAXSIZE
 #define MAX_PAIRS    64
 #define MAX_WINDOW   16
-#define MAX_GROUP    8  /* buffers in one grouped receive: NCCL's NCCL_NET_MAX_RECVS */
+#define MAX_GROUP    NET_SHIM_MAX_GROUP
 #define DIR_C2S	     0  /* bytes the client sends to the server */
 #define DIR_S2C	     1
 #define KIB	     1024ul
@@ -264,421 +264,6 @@ static hnccl_result_t drv_profiler(void **event_handle, int type, void *phandle,
 	return HNCCL_SUCCESS;
 }
 
-static const char *res_name(hnccl_result_t res)
-{
-	static const char *const names[] = {
-		"ncclSuccess",	       "ncclUnhandledCudaError", "ncclSystemError",
-		"ncclInternalError",   "ncclInvalidArgument",	 "ncclInvalidUsage",
-		"ncclRemoteError",     "ncclInProgress",	 "ncclTimeout",
-	};
-
-	return (unsigned int)res < sizeof(names) / sizeof(names[0]) ? names[res] : "unknown";
-}
-
-/* ---- the shim: every version behind the newest API's shape ----------------------------------- */
-
-/* Every version's properties, read into one struct; members a version lacks get fixed values. */
-struct drv_props {
-	char *name;
-	char *pci_path;
-	uint64_t guid;
-	int ptr_support, reg_is_global, force_flush, speed, port;
-	float latency;
-	int max_comms, max_recvs;
-	int net_device_type, net_device_version;
-	int vndevs;
-	int vdevs[HNCCL_NET_MAX_DEVS_PER_NIC_V12];
-	size_t max_p2p_bytes, max_coll_bytes;
-	int max_multi_request_size;
-	int rail_id, plane_id;
-};
-
-struct net_api {
-	int version;
-	const char *name;
-	bool preset_optional_recv; /* v9 on: NCCL may preset *request to 0x1 before irecv */
-	hnccl_result_t (*init)(void **ctx, uint64_t comm_id);
-	hnccl_result_t (*finalize)(void *ctx); /* NULL before v11 */
-	hnccl_result_t (*devices)(int *ndev);
-	hnccl_result_t (*get_properties)(int dev, struct drv_props *props, int poison);
-	hnccl_result_t (*listen)(void *ctx, int dev, void *handle, void **listen_comm);
-	hnccl_result_t (*connect)(void *ctx, int dev, void *handle, void **send_comm,
-				  struct hnccl_net_device_handle **dev_handle);
-	hnccl_result_t (*accept)(void *listen_comm, void **recv_comm,
-				 struct hnccl_net_device_handle **dev_handle);
-	hnccl_result_t (*reg_mr)(void *comm, void *data, size_t size, int type, void **mhandle);
-	hnccl_result_t (*reg_mr_dmabuf)(void *comm, void *data, size_t size, int type,
-					uint64_t offset, int fd, void **mhandle);
-	hnccl_result_t (*dereg_mr)(void *comm, void *mhandle);
-	hnccl_result_t (*isend)(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-				void *phandle, void **request);
-	hnccl_result_t (*irecv)(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
-				void **mhandles, void **phandles, void **request);
-	hnccl_result_t (*iflush)(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
-				 void **request);
-	hnccl_result_t (*test)(void *request, int *done, int *sizes);
-	hnccl_result_t (*close_send)(void *send_comm);
-	hnccl_result_t (*close_recv)(void *recv_comm);
-	hnccl_result_t (*close_listen)(void *listen_comm);
-	hnccl_result_t (*set_net_attr)(void *ctx, struct hnccl_net_attr *attr); /* may be NULL */
-};
-
-/* The calls whose shape every version shares. */
-#define API_COMMON(api, t)                                                                         \
-	do {                                                                                       \
-		(api)->name = (t)->name;                                                           \
-		(api)->devices = (t)->devices;                                                     \
-		(api)->accept = (t)->accept;                                                       \
-		(api)->reg_mr = (t)->regMr;                                                        \
-		(api)->reg_mr_dmabuf = (t)->regMrDmaBuf;                                           \
-		(api)->dereg_mr = (t)->deregMr;                                                    \
-		(api)->iflush = (t)->iflush;                                                       \
-		(api)->test = (t)->test;                                                           \
-		(api)->close_send = (t)->closeSend;                                                \
-		(api)->close_recv = (t)->closeRecv;                                                \
-		(api)->close_listen = (t)->closeListen;                                            \
-	} while (0)
-
-/* Members v8 to v12 share, in the same order. */
-#define PROPS_HEAD(p, raw)                                                                         \
-	do {                                                                                       \
-		(p)->name = (raw)->name;                                                           \
-		(p)->pci_path = (raw)->pciPath;                                                    \
-		(p)->guid = (raw)->guid;                                                           \
-		(p)->ptr_support = (raw)->ptrSupport;                                              \
-		(p)->reg_is_global = (raw)->regIsGlobal;                                           \
-		(p)->speed = (raw)->speed;                                                         \
-		(p)->port = (raw)->port;                                                           \
-		(p)->latency = (raw)->latency;                                                     \
-		(p)->max_comms = (raw)->maxComms;                                                  \
-		(p)->max_recvs = (raw)->maxRecvs;                                                  \
-		(p)->net_device_type = (int)(raw)->netDeviceType;                                  \
-		(p)->net_device_version = (raw)->netDeviceVersion;                                 \
-	} while (0)
-
-/* v9 on: forceFlush, the virtual-NIC list (only its first ndevs entries count) and limits. */
-#define PROPS_V9(p, raw)                                                                           \
-	do {                                                                                       \
-		int i_;                                                                            \
-		PROPS_HEAD(p, raw);                                                                \
-		(p)->force_flush = (raw)->forceFlush;                                              \
-		(p)->vndevs = (raw)->vProps.ndevs;                                                 \
-		for (i_ = 0; i_ < (raw)->vProps.ndevs &&                                           \
-			     i_ < (int)(sizeof((raw)->vProps.devs) / sizeof(int));                 \
-		     i_++) {                                                                       \
-			(p)->vdevs[i_] = (raw)->vProps.devs[i_];                                   \
-		}                                                                                  \
-		(p)->max_p2p_bytes = (raw)->maxP2pBytes;                                           \
-		(p)->max_coll_bytes = (raw)->maxCollBytes;                                         \
-	} while (0)
-
-static void props_defaults(struct drv_props *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->vndevs = 1;
-	p->max_p2p_bytes = HNCCL_NET_V8_MAX_SIZE;
-	p->max_coll_bytes = HNCCL_NET_V8_MAX_SIZE;
-	p->max_multi_request_size = 1;
-	p->rail_id = HNCCL_NET_ID_UNDEF;
-	p->plane_id = HNCCL_NET_ID_UNDEF;
-}
-
-/* v8: int sizes, no context, no profiler. */
-static const struct hnccl_net_v8 *t8;
-
-static hnccl_result_t v8_init(void **ctx, uint64_t comm_id)
-{
-	(void)comm_id;
-	*ctx = NULL;
-	return t8->init(drv_logger);
-}
-
-static hnccl_result_t v8_props(int dev, struct drv_props *p, int poison)
-{
-	struct hnccl_props_v8 raw;
-	hnccl_result_t res;
-
-	memset(&raw, poison, sizeof(raw)); /* NCCL does not clear it either */
-	res = t8->getProperties(dev, &raw);
-	props_defaults(p);
-	p->vdevs[0] = dev;
-	PROPS_HEAD(p, &raw);
-	return res;
-}
-
-static hnccl_result_t v8_listen(void *ctx, int dev, void *handle, void **listen_comm)
-{
-	(void)ctx;
-	return t8->listen(dev, handle, listen_comm);
-}
-
-static hnccl_result_t v8_connect(void *ctx, int dev, void *handle, void **send_comm,
-				 struct hnccl_net_device_handle **dev_handle)
-{
-	(void)ctx;
-	return t8->connect(dev, handle, send_comm, dev_handle);
-}
-
-static hnccl_result_t v8_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-			       void *phandle, void **request)
-{
-	(void)phandle;
-	if (size > HNCCL_NET_V8_MAX_SIZE) {
-		return HNCCL_INVALID_USAGE; /* NCCL refuses these itself for a v8 plugin */
-	}
-	return t8->isend(send_comm, data, (int)size, tag, mhandle, request);
-}
-
-static hnccl_result_t v8_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
-			       void **mhandles, void **phandles, void **request)
-{
-	int isizes[MAX_GROUP], i;
-
-	(void)phandles;
-	if (n < 1 || n > MAX_GROUP) {
-		return HNCCL_INVALID_USAGE;
-	}
-	for (i = 0; i < n; i++) {
-		if (sizes[i] > HNCCL_NET_V8_MAX_SIZE) {
-			return HNCCL_INVALID_USAGE;
-		}
-		isizes[i] = (int)sizes[i];
-	}
-	/* NCCL's v8 layer clears the optional-completion preset before calling the plugin */
-	*request = NULL;
-	return t8->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
-}
-
-/* v9: size_t sizes; init and connect as v8. */
-static const struct hnccl_net_v9 *t9;
-
-static hnccl_result_t v9_init(void **ctx, uint64_t comm_id)
-{
-	(void)comm_id;
-	*ctx = NULL;
-	return t9->init(drv_logger);
-}
-
-static hnccl_result_t v9_props(int dev, struct drv_props *p, int poison)
-{
-	struct hnccl_props_v9 raw;
-	hnccl_result_t res;
-
-	memset(&raw, poison, sizeof(raw));
-	res = t9->getProperties(dev, &raw);
-	props_defaults(p);
-	PROPS_V9(p, &raw);
-	return res;
-}
-
-static hnccl_result_t v9_listen(void *ctx, int dev, void *handle, void **listen_comm)
-{
-	(void)ctx;
-	return t9->listen(dev, handle, listen_comm);
-}
-
-static hnccl_result_t v9_connect(void *ctx, int dev, void *handle, void **send_comm,
-				 struct hnccl_net_device_handle **dev_handle)
-{
-	(void)ctx;
-	return t9->connect(dev, handle, send_comm, dev_handle);
-}
-
-static hnccl_result_t v9_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-			       void *phandle, void **request)
-{
-	(void)phandle;
-	return t9->isend(send_comm, data, size, tag, mhandle, request);
-}
-
-static hnccl_result_t v9_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
-			       void **mhandles, void **phandles, void **request)
-{
-	(void)phandles;
-	return t9->irecv(recv_comm, n, data, sizes, tags, mhandles, request);
-}
-
-/* v10: profiler in init, a comm config in connect, profiler handles in isend/irecv. */
-static const struct hnccl_net_v10 *t10;
-
-static hnccl_result_t v10_init(void **ctx, uint64_t comm_id)
-{
-	(void)comm_id;
-	*ctx = NULL;
-	return t10->init(drv_logger, drv_profiler);
-}
-
-static hnccl_result_t v10_props(int dev, struct drv_props *p, int poison)
-{
-	struct hnccl_props_v10 raw;
-	hnccl_result_t res;
-
-	memset(&raw, poison, sizeof(raw));
-	res = t10->getProperties(dev, &raw);
-	props_defaults(p);
-	PROPS_V9(p, &raw);
-	return res;
-}
-
-static hnccl_result_t v10_listen(void *ctx, int dev, void *handle, void **listen_comm)
-{
-	(void)ctx;
-	return t10->listen(dev, handle, listen_comm);
-}
-
-static hnccl_result_t v10_connect_config(void *ctx, int dev, void *handle, void **send_comm,
-					 struct hnccl_net_device_handle **dev_handle)
-{
-	/* on NCCL's stack for the call only; scribbled over after it, so a plugin that keeps the
-	 * pointer reads garbage */
-	struct hnccl_comm_config config = { .trafficClass = HNCCL_NET_TRAFFIC_CLASS_UNDEF };
-	hnccl_result_t res;
-
-	(void)ctx;
-	res = t10->connect(dev, &config, handle, send_comm, dev_handle);
-	memset(&config, 0x7b, sizeof(config));
-	__asm__ volatile("" : : "r"(&config) : "memory");
-	return res;
-}
-
-/* v11 and v12: a context per communicator, finalize. */
-static const struct hnccl_net_v11 *t11;
-static const struct hnccl_net_v12 *t12;
-
-static hnccl_result_t v11_init_with(hnccl_result_t (*init)(void **, uint64_t,
-							   struct hnccl_comm_config *,
-							   hnccl_logger_fn, hnccl_profiler_fn),
-				    void **ctx, uint64_t comm_id)
-{
-	struct hnccl_comm_config config = { .trafficClass = HNCCL_NET_TRAFFIC_CLASS_UNDEF };
-	hnccl_result_t res;
-
-	*ctx = NULL;
-	res = init(ctx, comm_id, &config, drv_logger, drv_profiler);
-	memset(&config, 0x7b, sizeof(config)); /* "copy it, never keep the pointer" */
-	__asm__ volatile("" : : "r"(&config) : "memory");
-	return res;
-}
-
-static hnccl_result_t v11_init(void **ctx, uint64_t comm_id)
-{
-	return v11_init_with(t11->init, ctx, comm_id);
-}
-
-static hnccl_result_t v12_init(void **ctx, uint64_t comm_id)
-{
-	return v11_init_with(t12->init, ctx, comm_id);
-}
-
-static hnccl_result_t v11_props(int dev, struct drv_props *p, int poison)
-{
-	struct hnccl_props_v11 raw;
-	hnccl_result_t res;
-
-	memset(&raw, poison, sizeof(raw));
-	res = t11->getProperties(dev, &raw);
-	props_defaults(p);
-	PROPS_V9(p, &raw);
-	p->max_multi_request_size = raw.maxMultiRequestSize;
-	return res;
-}
-
-static hnccl_result_t v12_props(int dev, struct drv_props *p, int poison)
-{
-	struct hnccl_props_v12 raw;
-	hnccl_result_t res;
-
-	memset(&raw, poison, sizeof(raw));
-	res = t12->getProperties(dev, &raw);
-	props_defaults(p);
-	PROPS_V9(p, &raw);
-	p->max_multi_request_size = raw.maxMultiRequestSize;
-	p->rail_id = raw.railId;
-	p->plane_id = raw.planeId;
-	return res;
-}
-
-/* Loads table ncclNetPlugin_v<version> from lib into api. */
-static int api_load(struct net_api *api, void *lib, int version)
-{
-	char sym[32];
-	const void *table;
-
-	snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", version);
-	table = dlsym(lib, sym);
-	if (!table) {
-		fail("%s not found in the plugin: %s", sym, dlerror());
-		return -1;
-	}
-	memset(api, 0, sizeof(*api));
-	api->version = version;
-	switch (version) {
-	case 8:
-		t8 = table;
-		API_COMMON(api, t8);
-		api->init = v8_init;
-		api->get_properties = v8_props;
-		api->listen = v8_listen;
-		api->connect = v8_connect;
-		api->isend = v8_isend;
-		api->irecv = v8_irecv;
-		break;
-	case 9:
-		t9 = table;
-		API_COMMON(api, t9);
-		api->preset_optional_recv = true;
-		api->init = v9_init;
-		api->get_properties = v9_props;
-		api->listen = v9_listen;
-		api->connect = v9_connect;
-		api->isend = v9_isend;
-		api->irecv = v9_irecv;
-		break;
-	case 10:
-		t10 = table;
-		API_COMMON(api, t10);
-		api->preset_optional_recv = true;
-		api->init = v10_init;
-		api->get_properties = v10_props;
-		api->listen = v10_listen;
-		api->connect = v10_connect_config;
-		api->isend = t10->isend;
-		api->irecv = t10->irecv;
-		break;
-	case 11:
-		t11 = table;
-		API_COMMON(api, t11);
-		api->preset_optional_recv = true;
-		api->init = v11_init;
-		api->finalize = t11->finalize;
-		api->get_properties = v11_props;
-		api->listen = t11->listen;
-		api->connect = t11->connect;
-		api->isend = t11->isend;
-		api->irecv = t11->irecv;
-		api->set_net_attr = t11->setNetAttr;
-		break;
-	default:
-		t12 = table;
-		API_COMMON(api, t12);
-		api->preset_optional_recv = true;
-		api->init = v12_init;
-		api->finalize = t12->finalize;
-		api->get_properties = v12_props;
-		api->listen = t12->listen;
-		api->connect = t12->connect;
-		api->isend = t12->isend;
-		api->irecv = t12->irecv;
-		api->set_net_attr = t12->setNetAttr;
-		break;
-	}
-	if (version >= 11 && !api->finalize) {
-		fail("%s has no finalize; NCCL calls it unconditionally", sym);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- the driver's state ---------------------------------------------------------------------- */
 
 struct drv {
@@ -706,7 +291,7 @@ struct drv {
 	do {                                                                                       \
 		hnccl_result_t res_ = (call);                                                      \
 		if (res_ != HNCCL_SUCCESS) {                                                       \
-			fail("%s: %s returned %d (%s)", __func__, #call, res_, res_name(res_));    \
+			fail("%s: %s returned %d (%s)", __func__, #call, res_, net_res_name(res_));    \
 			return -1;                                                                 \
 		}                                                                                  \
 	} while (0)
@@ -893,7 +478,7 @@ static int mark_wait(struct drv *d, const char *name, double deadline)
 
 static int check_properties(struct drv *d, int dev, bool print)
 {
-	struct drv_props a, b;
+	struct net_props a, b;
 	int v = d->api.version, i;
 
 	NET_CALL(d->api.get_properties(dev, &a, 0xa5));
@@ -1029,7 +614,7 @@ static int drv_finalize(struct drv *d)
 			hnccl_result_t res = d->api.finalize(d->ctx[i]);
 
 			if (res != HNCCL_SUCCESS) {
-				fail("finalize(ctx %d) returned %d (%s)", i, res, res_name(res));
+				fail("finalize(ctx %d) returned %d (%s)", i, res, net_res_name(res));
 				rc = -1;
 			}
 		}
@@ -1110,7 +695,7 @@ static int connect_step(struct drv *d, struct pair *p, int i)
 		return 0;
 	}
 	if (res != HNCCL_SUCCESS) {
-		fail("connect %d returned %d (%s)", i, res, res_name(res));
+		fail("connect %d returned %d (%s)", i, res, net_res_name(res));
 		return -1;
 	}
 	if (dev_handle) {
@@ -1250,7 +835,7 @@ static int flow_teardown(struct flow *f)
 	if (f->region_mh) {
 		res = f->d->api.dereg_mr(f->comm, f->region_mh);
 		if (res != HNCCL_SUCCESS) {
-			fail("pair %d: deregMr returned %d (%s)", f->pair, res, res_name(res));
+			fail("pair %d: deregMr returned %d (%s)", f->pair, res, net_res_name(res));
 			rc = -1;
 		}
 		f->region_mh = NULL;
@@ -1272,7 +857,7 @@ static int flow_error(struct flow *f, const char *call, uint64_t k, hnccl_result
 
 	if (f->peer_may_abort && (res == HNCCL_REMOTE_ERROR || res == HNCCL_SYSTEM_ERROR)) {
 		note("pair %d %s msg %" PRIu64 ": %s returned %d (%s): the peer has closed it",
-		     f->pair, f->recv ? "recv" : "send", k, call, res, res_name(res));
+		     f->pair, f->recv ? "recv" : "send", k, call, res, net_res_name(res));
 		f->total = f->posted;
 		return 0;
 	}
@@ -1282,12 +867,12 @@ static int flow_error(struct flow *f, const char *call, uint64_t k, hnccl_result
 			d->err_time = now_s();
 			clock_gettime(CLOCK_REALTIME, &d->err_realtime);
 			note("pair %d %s msg %" PRIu64 ": %s returned %d (%s), as expected",
-			     f->pair, f->recv ? "recv" : "send", k, call, res, res_name(res));
+			     f->pair, f->recv ? "recv" : "send", k, call, res, net_res_name(res));
 		}
 		return -1;
 	}
 	fail("pair %d %s msg %" PRIu64 ": %s returned %d (%s)", f->pair, f->recv ? "recv" : "send",
-	     k, call, res, res_name(res));
+	     k, call, res, net_res_name(res));
 	return -1;
 }
 
@@ -1593,7 +1178,7 @@ static int check_reg_refusals(struct drv *d, void *comm)
 		return -1;
 	}
 	d->provoked_warns++;
-	note("regMr(NCCL_PTR_CUDA) refused with %d (%s), as it should be", res, res_name(res));
+	note("regMr(NCCL_PTR_CUDA) refused with %d (%s), as it should be", res, net_res_name(res));
 	if (d->api.reg_mr_dmabuf) {
 		mh = (void *)0x1;
 		res = d->api.reg_mr_dmabuf(comm, buf, sizeof(buf), HNCCL_PTR_DMABUF, 0, -1, &mh);
@@ -1602,7 +1187,7 @@ static int check_reg_refusals(struct drv *d, void *comm)
 			return -1;
 		}
 		d->provoked_warns++;
-		note("regMrDmaBuf refused with %d (%s)", res, res_name(res));
+		note("regMrDmaBuf refused with %d (%s)", res, net_res_name(res));
 	}
 	return 0;
 }
@@ -2089,7 +1674,7 @@ static int close_order_orphan(struct drv *d, struct pair *p, double deadline)
 	}
 	printf("orphan_connect_result=%d\n", p->send ? 0 : (int)p->orphan_res);
 	note("connect to the peer's closed listen comm ended with %d (%s)%s", p->orphan_res,
-	     res_name(p->orphan_res), p->send ? " and a comm (closed now)" : "");
+	     net_res_name(p->orphan_res), p->send ? " and a comm (closed now)" : "");
 	return 0;
 }
 
@@ -2218,7 +1803,7 @@ static int scenario_peer_kill(struct drv *d, double deadline)
 	if (d->err_res != HNCCL_REMOTE_ERROR && d->err_res != HNCCL_SYSTEM_ERROR) {
 		fail("peer-kill: the failure was %d (%s), expected ncclRemoteError or "
 		     "ncclSystemError",
-		     d->err_res, res_name(d->err_res));
+		     d->err_res, net_res_name(d->err_res));
 		return -1;
 	}
 	if (!d->messages) {
@@ -2242,14 +1827,14 @@ static int scenario_init_fail(struct drv *d)
 	}
 	if (warns != 1) {
 		fail("init failed with %d (%s) and %d WARN lines; expected exactly one", res,
-		     res_name(res), warns);
+		     net_res_name(res), warns);
 		return -1;
 	}
 	if (!strstr(first_warn, d->o.expect_warn)) {
 		fail("the WARN line does not name '%s': %s", d->o.expect_warn, first_warn);
 		return -1;
 	}
-	note("init failed with %d (%s) and one WARN line naming '%s'", res, res_name(res),
+	note("init failed with %d (%s) and one WARN line naming '%s'", res, net_res_name(res),
 	     d->o.expect_warn);
 	return 0;
 }
@@ -2314,17 +1899,17 @@ static int expect_isend_refused(struct drv *d, void *comm, void *data, void *mh,
 
 	/* v8 gets the int NCCL would pass, past the driver's own v8 size check */
 	if (d->api.version == 8) {
-		res = t8->isend(comm, data, (int)size, 1, mh, &req);
+		res = ((const struct hnccl_net_v8 *)d->api.table)->isend(comm, data, (int)size, 1, mh, &req);
 	} else {
 		res = d->api.isend(comm, data, (size_t)size, 1, mh, d->phandle_dummy[0], &req);
 	}
 	if (res == HNCCL_SUCCESS || req) {
 		fail("isend of %s (%lld bytes) returned %d (%s) and request %p: expected a refusal",
-		     what, size, res, res_name(res), req);
+		     what, size, res, net_res_name(res), req);
 		return -1;
 	}
 	d->provoked_warns++;
-	note("isend of %s (%lld bytes) refused with %d (%s)", what, size, res, res_name(res));
+	note("isend of %s (%lld bytes) refused with %d (%s)", what, size, res, net_res_name(res));
 	return 0;
 }
 
@@ -2338,7 +1923,7 @@ static int scenario_limits(struct drv *d, double deadline)
 {
 	static const size_t small[] = { 0, 4096, 1 * MIB };
 	struct pair p[1] = { { 0 } };
-	struct drv_props props;
+	struct net_props props;
 	size_t max, region_len;
 	struct flow big = { .window = 1 }, after = { .window = 4, .sizes = small, .nsizes = 3 };
 	unsigned char *region = MAP_FAILED;
@@ -2461,6 +2046,7 @@ int main(int argc, char **argv)
 {
 	static int phandle_targets[MAX_GROUP];
 	struct drv d = { 0 };
+	char err[256];
 	double t0, t1;
 	int rc, threads_before, threads_after, i, unexpected;
 
@@ -2486,8 +2072,10 @@ int main(int argc, char **argv)
 	}
 	printf("version=%d\nscenario=%s\nrole=%s\n", d.o.version, d.o.scenario, d.o.role);
 	t0 = now_s();
-	rc = api_load(&d.api, d.lib, d.o.version);
-	if (!rc) {
+	rc = net_api_load(&d.api, d.lib, d.o.version, drv_logger, drv_profiler, err, sizeof(err));
+	if (rc) {
+		fail("%s", err);
+	} else {
 		rc = run_scenario(&d, t0 + d.o.timeout_s);
 	}
 	if (drv_finalize(&d)) {
