@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "net_shim.h"
+#include "rendezvous.h"
 #include "size_arg.h"
 
 #define HANDLE_BYTES HNCCL_NET_HANDLE_MAXSIZE
@@ -179,14 +180,6 @@ static bool log_verbose;
 static atomic_int warn_lines;
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 static char first_warn[1024];
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -371,24 +364,11 @@ static size_t varied_size(int dir, int comm, uint64_t k, size_t cap)
 
 static int handles_publish(struct drv *d, const unsigned char *handles, int n)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 32];
-	FILE *f;
-	size_t len = (size_t)n * HANDLE_BYTES;
+	char path[PATH_MAX], err[PATH_MAX + 128];
 
 	snprintf(path, sizeof(path), "%s/%s.handles", d->o.dir, d->o.role);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, getpid());
-	f = fopen(tmp, "wb");
-	if (!f) {
-		fail("cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (fwrite(handles, 1, len, f) != len || fclose(f) != 0) {
-		fail("cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	/* rename: the peer sees all n handles or none */
-	if (rename(tmp, path) != 0) {
-		fail("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+	if (rdv_publish(path, handles, (size_t)n * HANDLE_BYTES, err, sizeof(err))) {
+		fail("%s", err);
 		return -1;
 	}
 	return 0;
@@ -397,35 +377,11 @@ static int handles_publish(struct drv *d, const unsigned char *handles, int n)
 /* Waits (until deadline) for the peer's file of n handles and reads it. */
 static int handles_fetch(struct drv *d, unsigned char *handles, int n, double deadline)
 {
-	char path[PATH_MAX];
-	size_t len = (size_t)n * HANDLE_BYTES;
-	struct stat st;
-	FILE *f;
-	size_t got;
+	char path[PATH_MAX], err[PATH_MAX + 128];
 
 	snprintf(path, sizeof(path), "%s/%s.handles", d->o.dir, d->o.server ? "client" : "server");
-	while (stat(path, &st) != 0) {
-		if (now_s() > deadline) {
-			fail("no handle file %s from the peer in time", path);
-			return -1;
-		}
-		usleep(10000);
-	}
-	if ((size_t)st.st_size != len) {
-		fail("%s holds %lld bytes, expected %d handles (%zu bytes): do both sides agree on "
-		     "--scenario and --comms?",
-		     path, (long long)st.st_size, n, len);
-		return -1;
-	}
-	f = fopen(path, "rb");
-	if (!f) {
-		fail("cannot read %s: %s", path, strerror(errno));
-		return -1;
-	}
-	got = fread(handles, 1, len, f);
-	fclose(f);
-	if (got != len) {
-		fail("short read of %s", path);
+	if (rdv_fetch(path, handles, (size_t)n * HANDLE_BYTES, deadline, err, sizeof(err))) {
+		fail("%s (--scenario and --comms must match)", err);
 		return -1;
 	}
 	return 0;
@@ -447,13 +403,11 @@ static void write_pid_file(struct drv *d)
 /* Creates DIR/NAME (empty): a mark the peer waits for. */
 static int mark_write(struct drv *d, const char *name)
 {
-	char path[PATH_MAX];
-	FILE *f;
+	char path[PATH_MAX], err[PATH_MAX + 128];
 
 	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
-	f = fopen(path, "w");
-	if (!f || fclose(f) != 0) {
-		fail("cannot create %s: %s", path, strerror(errno));
+	if (rdv_mark(path, err, sizeof(err))) {
+		fail("%s", err);
 		return -1;
 	}
 	return 0;
@@ -465,13 +419,7 @@ static int mark_wait(struct drv *d, const char *name, double deadline)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", d->o.dir, name);
-	while (access(path, F_OK) != 0) {
-		if (now_s() > deadline) {
-			return -1;
-		}
-		usleep(10000);
-	}
-	return 0;
+	return rdv_wait(path, deadline);
 }
 
 /* ---- init and properties --------------------------------------------------------------------- */
@@ -753,7 +701,7 @@ static int pairs_connect(struct drv *d, struct pair *p, int from, int to, double
 		if (up == to - from) {
 			return 0;
 		}
-		if (now_s() > deadline) {
+		if (rdv_now() > deadline) {
 			fail("set-up timed out: %d of %d pairs connected and accepted", up,
 			     to - from);
 			return -1;
@@ -864,7 +812,7 @@ static int flow_error(struct flow *f, const char *call, uint64_t k, hnccl_result
 	if (d->expect_error) {
 		if (!d->err_res) {
 			d->err_res = res;
-			d->err_time = now_s();
+			d->err_time = rdv_now();
 			clock_gettime(CLOCK_REALTIME, &d->err_realtime);
 			note("pair %d %s msg %" PRIu64 ": %s returned %d (%s), as expected",
 			     f->pair, f->recv ? "recv" : "send", k, call, res, net_res_name(res));
@@ -1000,7 +948,7 @@ static int flow_test(struct flow *f)
 		d->sent_bytes += size;
 	}
 	d->messages++;
-	d->last_done_time = now_s();
+	d->last_done_time = rdv_now();
 	f->done++;
 	if (d->mark_flowing && d->messages == 1) {
 		char name[32];
@@ -1045,7 +993,7 @@ static int run_flows(struct drv *d, struct flow **flows, int n, double deadline)
 			}
 			busy |= flow_busy(f);
 		}
-		if (busy && now_s() > deadline) {
+		if (busy && rdv_now() > deadline) {
 			fail("timed out with messages outstanding:");
 			for (i = 0; i < n; i++) {
 				note("  pair %d %s: posted %" PRIu64 " done %" PRIu64
@@ -1548,7 +1496,7 @@ static int group_run(struct group_side *s, double deadline)
 		if (rc < 0 || group_test(s)) {
 			return -1;
 		}
-		if (now_s() > deadline) {
+		if (rdv_now() > deadline) {
 			fail("grouped: timed out with sends %d/%d/%d and receives %d/%d/%d "
 			     "(posted/done/total)",
 			     s->sposted, s->sdone, s->nsends, s->rposted, s->rdone, s->rounds);
@@ -1657,12 +1605,12 @@ static int scenario_grouped(struct drv *d, double deadline)
 
 static int close_order_orphan(struct drv *d, struct pair *p, double deadline)
 {
-	double bound = now_s() + 15;
+	double bound = rdv_now() + 15;
 
 	/* never accepted: the peer's connect is still waiting for our answer when this closes */
 	NET_CALL(d->api.close_listen(p->listen));
 	p->listen = NULL;
-	while (!p->orphan_connect_done && now_s() < bound && now_s() < deadline) {
+	while (!p->orphan_connect_done && rdv_now() < bound && rdv_now() < deadline) {
 		if (connect_step(d, p, ORPHAN)) {
 			return -1;
 		}
@@ -1785,7 +1733,7 @@ static int scenario_peer_kill(struct drv *d, double deadline)
 	}
 	d->expect_error = !d->o.server;
 	d->mark_flowing = true; /* the script signals the server once both sides move data */
-	d->last_done_time = now_s();
+	d->last_done_time = rdv_now();
 	rc = exchange(d, p, 0, n, &shape, deadline);
 	if (pairs_close(d, p, n)) {
 		return -1;
@@ -1862,7 +1810,7 @@ static int scenario_idle_peer(struct drv *d, double deadline)
 	if (flow_setup(run[0])) {
 		goto out;
 	}
-	t0 = now_s();
+	t0 = rdv_now();
 	/* the client's sends get 10 s: far more than they need while the server still calls */
 	send_bound = d->o.server ? deadline : (t0 + 10 < deadline ? t0 + 10 : deadline);
 	rc = run_flows(d, run, 1, send_bound);
@@ -1876,7 +1824,7 @@ static int scenario_idle_peer(struct drv *d, double deadline)
 		if (rc) {
 			fail("idle-peer: %" PRIu64 " of %" PRIu64 " sends done after %.1f s; the "
 			     "last ones wait for a receiver that makes no more plugin calls",
-			     tx.done, tx.total, now_s() - t0);
+			     tx.done, tx.total, rdv_now() - t0);
 		}
 		mark_write(d, "client.done");
 	}
@@ -2071,7 +2019,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("version=%d\nscenario=%s\nrole=%s\n", d.o.version, d.o.scenario, d.o.role);
-	t0 = now_s();
+	t0 = rdv_now();
 	rc = net_api_load(&d.api, d.lib, d.o.version, drv_logger, drv_profiler, err, sizeof(err));
 	if (rc) {
 		fail("%s", err);
@@ -2081,7 +2029,7 @@ int main(int argc, char **argv)
 	if (drv_finalize(&d)) {
 		rc = -1;
 	}
-	t1 = now_s();
+	t1 = rdv_now();
 	/* NCCL unloads the plugin at the end; nothing of it may keep running */
 	if (dlclose(d.lib) != 0) {
 		fail("dlclose: %s", dlerror());
