@@ -271,10 +271,11 @@ static hnccl_result_t devices_create(void)
 		d->guid = mac_guid(names[i]);
 		d->speed = dev_speed(names[i], params.speed_mbps);
 		g.ndev = i + 1;
-		HP_INFO("device %d: %s %s, %d queue%s, AF_XDP %s mode, MTU %d (%d payload bytes per "
-			"packet), UDP ports from %u, %s, %d Mbit/s",
+		HP_INFO("device %d: %s %s, %d queue%s, XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
+			"bytes per packet), UDP ports from %u, %s, %d Mbit/s",
 			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
-			d->info.queues == 1 ? "" : "s", harp_mode_name(d->info.mode), d->info.mtu,
+			d->info.queues == 1 ? "" : "s", d->info.xdp_native ? "native" : "skb",
+			harp_mode_name(d->info.mode), d->info.mtu,
 			d->info.payload_max, d->info.port_base,
 			d->info.hugepages ? "UMEM on hugepages" : "UMEM on normal pages", d->speed);
 	}

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
+#include <xdp/libxdp.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -237,6 +238,7 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->payload_max = (int)ctx->payload_max;
 	info->mode = ctx->engines[0].port.zerocopy ? HARP_MODE_ZEROCOPY : HARP_MODE_COPY;
 	info->hugepages = ctx->engines[0].port.area.huge;
+	info->xdp_native = ctx->steer.xdp_mode != XDP_MODE_SKB;
 	info->ipv4 = ctx->ifi.ipv4;
 	info->port_base = (uint16_t)ctx->params.port_base;
 	return 0;

@@ -93,6 +93,7 @@ struct harp_ctx_info {
 	int payload_max;	/* message payload bytes per packet */
 	enum harp_xdp_mode mode;
 	int hugepages;		/* 1 when UMEM sits on hugepages */
+	int xdp_native;		/* 1: the XDP program runs in the driver; 0: generic (skb) mode */
 	uint32_t ipv4;		/* network order */
 	uint16_t port_base;
 };

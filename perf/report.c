@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+/* JSON-line records for harp-perf; see report.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+
+#include "report.h"
+
+static void put(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (r->overflow) {
+		return;
+	}
+	va_start(ap, fmt);
+	n = vsnprintf(r->buf + r->len, sizeof(r->buf) - r->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(r->buf) - r->len) {
+		r->overflow = true;
+		return;
+	}
+	r->len += (size_t)n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void put_str(struct report *r, const char *s)
+{
+	put(r, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			put(r, "\\%c", c);
+		} else if (c < 0x20) {
+			put(r, "\\u%04x", c);
+		} else {
+			put(r, "%c", c);
+		}
+	}
+	put(r, "\"");
+}
+
+static void put_key(struct report *r, const char *key)
+{
+	put(r, ",");
+	put_str(r, key);
+	put(r, ":");
+}
+
+void report_begin(struct report *r, const char *tool, const char *test, const char *role)
+{
+	r->len = 0;
+	r->overflow = false;
+	put(r, "{\"schema\":\"%s\"", PERF_SCHEMA);
+	report_str(r, "tool", tool);
+	report_str(r, "test", test);
+	report_str(r, "role", role);
+}
+
+void report_str(struct report *r, const char *key, const char *val)
+{
+	put_key(r, key);
+	if (val) {
+		put_str(r, val);
+	} else {
+		put(r, "null");
+	}
+}
+
+void report_int(struct report *r, const char *key, int64_t val)
+{
+	put_key(r, key);
+	put(r, "%lld", (long long)val);
+}
+
+static void put_num(struct report *r, double val)
+{
+	if (isfinite(val)) {
+		put(r, "%.6g", val);
+	} else {
+		put(r, "null");
+	}
+}
+
+void report_num(struct report *r, const char *key, double val)
+{
+	put_key(r, key);
+	put_num(r, val);
+}
+
+void report_bool(struct report *r, const char *key, bool val)
+{
+	put_key(r, key);
+	put(r, val ? "true" : "false");
+}
+
+void report_nums(struct report *r, const char *key, const double *vals, int n)
+{
+	int i;
+
+	put_key(r, key);
+	put(r, "[");
+	for (i = 0; i < n; i++) {
+		if (i) {
+			put(r, ",");
+		}
+		put_num(r, vals[i]);
+	}
+	put(r, "]");
+}
+
+static int sysfs_read(const char *ifname, const char *leaf, char *out, size_t len)
+{
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, leaf);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		return -errno;
+	}
+	n = read(fd, out, len - 1);
+	close(fd);
+	if (n < 0) {
+		return -errno;
+	}
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+/* The driver's name as ethtool -i shows it ("veth", "ena", "virtio_net"), or NULL. */
+static int iface_driver(const char *ifname, char *out, size_t len)
+{
+	struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+	struct ifreq ifr = { 0 };
+	int fd, err = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return -errno;
+	}
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&info;
+	if (ioctl(fd, SIOCETHTOOL, &ifr)) {
+		err = -errno;
+	} else {
+		snprintf(out, len, "%s", info.driver);
+	}
+	close(fd);
+	return err;
+}
+
+static int iface_rx_queues(const char *ifname)
+{
+	char path[256];
+	struct dirent *e;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	dir = opendir(path);
+	if (!dir) {
+		return -1;
+	}
+	while ((e = readdir(dir))) {
+		n += strncmp(e->d_name, "rx-", 3) == 0;
+	}
+	closedir(dir);
+	return n;
+}
+
+void report_iface(struct report *r, const char *ifname)
+{
+	struct utsname u;
+	char val[256];
+	int q;
+
+	report_str(r, "ifname", ifname);
+	if (ifname && !iface_driver(ifname, val, sizeof(val))) {
+		report_str(r, "driver", val);
+	} else {
+		report_str(r, "driver", NULL);
+	}
+	if (ifname && !sysfs_read(ifname, "mtu", val, sizeof(val))) {
+		report_int(r, "mtu", strtol(val, NULL, 10));
+	} else {
+		report_str(r, "mtu", NULL);
+	}
+	q = ifname ? iface_rx_queues(ifname) : -1;
+	if (q > 0) {
+		report_int(r, "queues", q);
+	} else {
+		report_str(r, "queues", NULL);
+	}
+	if (!uname(&u)) {
+		report_str(r, "kernel", u.release);
+		report_str(r, "host", u.nodename);
+	}
+}
+
+int report_end(struct report *r, const char *path)
+{
+	FILE *f;
+	int err = 0;
+
+	put(r, "}\n");
+	if (r->overflow) {
+		fprintf(stderr, "harp-perf: a result record outgrew %zu bytes and was dropped\n",
+			sizeof(r->buf));
+		return -EOVERFLOW;
+	}
+	if (!path || !strcmp(path, "-")) {
+		fwrite(r->buf, 1, r->len, stdout);
+		fflush(stdout);
+		return 0;
+	}
+	f = fopen(path, "a");
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "harp-perf: cannot append to %s: %s\n", path, strerror(errno));
+		return err;
+	}
+	/* one write per record, so ranks appending to one file never interleave a line */
+	setvbuf(f, NULL, _IOFBF, sizeof(r->buf) + 16);
+	if (fwrite(r->buf, 1, r->len, f) != r->len) {
+		err = -EIO;
+	}
+	if (fclose(f) && !err) {
+		err = -errno;
+	}
+	if (err) {
+		fprintf(stderr, "harp-perf: writing %s: %s\n", path, strerror(-err));
+	}
+	return err;
+}
+
+double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+long rss_peak_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+long rss_now_kb(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f) {
+		return -1;
+	}
+	if (fscanf(f, "%ld %ld", &pages, &rss) != 2) {
+		rss = -1;
+	}
+	fclose(f);
+	return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
