@@ -199,18 +199,22 @@ void xsk_port_close(struct xsk_port *p, int xsks_map_fd)
 
 uint32_t xsk_port_reclaim(struct xsk_port *p)
 {
-	uint32_t idx, n, i;
+	uint32_t idx, n, i, total = 0;
 	uint64_t addrs[64];
 
-	n = xsk_ring_cons__peek(&p->comp, ARRAY_SIZE(addrs), &idx);
-	for (i = 0; i < n; i++) {
-		addrs[i] = *xsk_ring_cons__comp_addr(&p->comp, idx + i);
-	}
-	if (n) {
-		xsk_ring_cons__release(&p->comp, n);
-		frame_pool_put(&p->pool, addrs, n);
-	}
-	return n;
+	/* the whole completion ring: a pass may send more than one batch of frames */
+	do {
+		n = xsk_ring_cons__peek(&p->comp, ARRAY_SIZE(addrs), &idx);
+		for (i = 0; i < n; i++) {
+			addrs[i] = *xsk_ring_cons__comp_addr(&p->comp, idx + i);
+		}
+		if (n) {
+			xsk_ring_cons__release(&p->comp, n);
+			frame_pool_put(&p->pool, addrs, n);
+		}
+		total += n;
+	} while (n == ARRAY_SIZE(addrs));
+	return total;
 }
 
 int xsk_port_kick(struct xsk_port *p)

@@ -38,7 +38,7 @@ static inline uint8_t *xsk_port_frame(struct xsk_port *p, uint64_t addr)
 	return (uint8_t *)p->area.base + addr;
 }
 
-/* Moves transmitted frames from the completion ring back to the pool. */
+/* Moves every transmitted frame on the completion ring back to the pool; returns how many. */
 uint32_t xsk_port_reclaim(struct xsk_port *p);
 /* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */
 int xsk_port_kick(struct xsk_port *p);
