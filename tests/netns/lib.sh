@@ -6,6 +6,8 @@
 #   topo_pair MTU QUEUES   A <-veth-> B, one /24
 #   topo_hop MTU QUEUES    A <-veth-> M <-veth-> B, two /24s, M forwards
 #   hop_impair PROFILE     impair UDP forwarded by M, both directions (see hop_impair)
+#   topo_bridge N MTU QUEUES  N ranks R0..R(N-1), each on its own veth to a bridge in M, one /24
+#   hop_fabric FLOW AGG BUCKETS PPM  a cloud-like fabric on M (see hop_fabric)
 #   topo_cleanup           removes whatever topo_* made (safe to call twice, or with nothing made)
 #   run_bounded SEC CMD... runs CMD, killing it after SEC seconds (exit 124 then)
 #   spawn_bounded SEC CMD... the same in the background; spawned_pid is timeout's PID, so killing
@@ -13,7 +15,8 @@
 #                          subshell, and killing that leaves CMD running)
 #
 # After topo_*: ns_a ns_b (ns_m) name the namespaces, if_a if_b the veth ends inside A and B,
-# ip_a ip_b their addresses. Names carry this shell's PID so runs can go on side by side.
+# ip_a ip_b their addresses; after topo_bridge, the arrays ns_r if_r ip_r name rank i's. Names
+# carry this shell's PID so runs can go on side by side.
 #
 # Why impairments live on M: AF_XDP transmit bypasses the sender's qdisc and XDP runs before tc on
 # the receiver, so only a forwarding hop sees every packet harp sends. M's veth ends get the same
@@ -39,6 +42,7 @@ topo_made=""
 topo_files=""
 ns_a="" ns_b="" ns_m=""
 if_a="" if_b="" if_ma="" if_mb=""
+ns_r=() if_r=() ip_r=()
 ip_a="" ip_b="" ip_ma="" ip_mb=""
 topo_net=$(($$ % 250 + 1))
 
@@ -322,6 +326,138 @@ hop_impair_stats() {
 		if [[ -n $n ]]; then
 			printf 'impair_qdisc_dropped_%s=%s\n' "$dev" "$n"
 		fi
+	done
+	return 0
+}
+
+# topo_reap_stale_ranks: as topo_reap_stale, for the rank namespaces (h<PID>r<I>) of topo_bridge.
+topo_reap_stale_ranks() {
+	local ns pid
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		[[ $ns =~ ^h([0-9]+)r[0-9]+$ ]] || continue
+		pid=${BASH_REMATCH[1]}
+		if [[ $pid != "$$" ]] && ! kill -0 "$pid" 2>/dev/null; then
+			ip netns del "$ns" 2>/dev/null || true
+		fi
+	done
+}
+
+# topo_bridge N MTU QUEUES: ranks R0..R(N-1) (ns_r[i], if_r[i], ip_r[i] = 198.18.x.(i+1)/24),
+# each joined by its own veth pair to one bridge in M, as N hosts on one switch. M's ends get the
+# ranks' queue count (XDP on a rank's end needs its rx queues >= M's tx queues).
+topo_bridge() {
+	local n=$1 mtu=$2 queues=$3 i
+	topo_need_root || return
+	if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 2 || n > 200)); then
+		topo_log "bad rank count '$n' (2..200)"
+		return 2
+	fi
+	topo_check_args "$mtu" "$queues" || return
+	topo_reap_stale_ranks
+	ns_a="" ns_b="" ns_m="${topo_prefix}m"
+	ns_r=() if_r=() ip_r=()
+	topo_ns_add "$ns_m"
+	ns_exec "$ns_m" ip link add br0 mtu "$mtu" type bridge stp_state 0 forward_delay 0
+	ns_exec "$ns_m" ip link set br0 up
+	for ((i = 0; i < n; i++)); do
+		ns_r[i]="${topo_prefix}r$i"
+		if_r[i]="${topo_prefix}r$i"
+		ip_r[i]="198.18.$topo_net.$((i + 1))"
+		topo_ns_add "${ns_r[i]}"
+		topo_veth "${ns_r[i]}" "${if_r[i]}" "$ns_m" "${topo_prefix}m$i" "$mtu" "$queues"
+		ns_exec "$ns_m" ip link set "${topo_prefix}m$i" master br0
+		ns_exec "${ns_r[i]}" ip addr add "${ip_r[i]}/24" dev "${if_r[i]}"
+	done
+	for ((i = 1; i < n; i++)); do
+		topo_wait_ping "${ns_r[0]}" "${ip_r[i]}" || return
+		topo_wait_ping "${ns_r[i]}" "${ip_r[0]}" || return
+	done
+	topo_log "bridge of $n ranks in $ns_m, ${ip_r[0]}..${ip_r[n - 1]} mtu $mtu queues $queues"
+}
+
+# fabric_tc DEV FLOW AGG BUCKETS: htb on M's egress DEV: BUCKETS classes 1:100.. (hex) capped at
+# FLOW each, all of them sharing AGG. hop_fabric's nft rule puts each TCP or UDP packet in the
+# class its 5-tuple hashes to (this kernel has no flow classifier, and htb takes a class from
+# skb->priority); what it does not place (ARP, ICMP) takes class 1:2.
+fabric_tc() {
+	local dev=$1 flow=$2 agg=$3 buckets=$4 i
+	local shape="burst 128k cburst 128k quantum 60000"
+	ns_exec "$ns_m" tc qdisc del dev "$dev" root 2>/dev/null || true
+	{
+		echo "qdisc add dev $dev root handle 1: htb default 2"
+		echo "class add dev $dev parent 1: classid 1:1 htb rate $agg ceil $agg $shape"
+		echo "class add dev $dev parent 1:1 classid 1:2 htb rate $flow ceil $flow $shape"
+		for ((i = 0; i < buckets; i++)); do
+			printf 'class add dev %s parent 1:1 classid 1:%x htb rate %s ceil %s %s\n' \
+				"$dev" $((0x100 + i)) "$flow" "$flow" "$shape"
+		done
+	} | ns_exec "$ns_m" tc -batch -
+}
+
+# hop_fabric FLOW AGG BUCKETS PPM: M behaves like a cloud fabric, in both directions: each
+# 5-tuple (hashed into BUCKETS classes) is capped at FLOW (a tc rate, e.g. 1gbit), all flows
+# together at AGG, and PPM per million forwarded TCP and UDP packets are dropped at random. The
+# hosts' ends lose TSO (GSO then cuts the data into packets before it leaves, as a NIC's TSO does
+# before the wire) and M's ends lose GRO, so M caps and drops single packets, never 64 KiB
+# aggregates. Calling it again starts the counters afresh.
+hop_fabric() {
+	local flow=$1 agg=$2 buckets=$3 ppm=$4 i map="" hash
+	if [[ -z $ns_m || -z $ns_a ]]; then
+		topo_log "hop_fabric needs topo_hop first"
+		return 2
+	fi
+	if ! [[ $buckets =~ ^[0-9]+$ && $ppm =~ ^[0-9]+$ ]] ||
+		((buckets < 1 || buckets > 4096 || ppm > 1000000)); then
+		topo_log "hop_fabric: bad BUCKETS '$buckets' (1..4096) or PPM '$ppm' (0..1000000)"
+		return 2
+	fi
+	for ((i = 0; i < buckets; i++)); do
+		map+="${map:+, }$i : 1:$(printf '%x' $((0x100 + i)))"
+	done
+	hash="jhash ip saddr . ip daddr . ip protocol . th sport . th dport mod $buckets"
+	ns_exec "$ns_a" ethtool -K "$if_a" tso off
+	ns_exec "$ns_b" ethtool -K "$if_b" tso off
+	ns_exec "$ns_m" ethtool -K "$if_ma" gro off
+	ns_exec "$ns_m" ethtool -K "$if_mb" gro off
+	ns_exec "$ns_m" nft delete table ip harp_fabric 2>/dev/null || true
+	ns_exec "$ns_m" nft -f - <<EOF
+table ip harp_fabric {
+	counter lost {}
+	counter forwarded {}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		meta l4proto { tcp, udp } counter name forwarded
+		meta l4proto { tcp, udp } numgen random mod 1000000 < $ppm counter name lost drop
+		meta l4proto { tcp, udp } meta priority set $hash map { $map }
+	}
+}
+EOF
+	fabric_tc "$if_ma" "$flow" "$agg" "$buckets" || return
+	fabric_tc "$if_mb" "$flow" "$agg" "$buckets" || return
+	topo_log "fabric on $ns_m: $flow per flow ($buckets buckets), $agg in all, $ppm ppm lost"
+}
+
+# hop_fabric_stats: key=value counts since hop_fabric: TCP and UDP packets M forwarded and lost,
+# packets the caps dropped, and per direction the flow classes that carried more than 1 MB
+# (the distinct 5-tuples, less those the hash put together).
+hop_fabric_stats() {
+	local name n dev
+	[[ -n $ns_m ]] || return 0
+	for name in forwarded lost; do
+		n=$(ns_exec "$ns_m" nft list counter ip harp_fabric "$name" 2>/dev/null |
+			sed -n 's/.*packets \([0-9]*\).*/\1/p' || true)
+		printf 'fabric_%s=%s\n' "$name" "${n:-0}"
+	done
+	for dev in "$if_ma" "$if_mb"; do
+		n=$(ns_exec "$ns_m" tc -s qdisc show dev "$dev" 2>/dev/null |
+			sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' | awk '{ s += $1 } END { print s + 0 }' ||
+			true)
+		printf 'fabric_capdrops_%s=%s\n' "$dev" "${n:-0}"
+		n=$(ns_exec "$ns_m" tc -s class show dev "$dev" 2>/dev/null | awk '
+			$1 == "class" { leaf = ($3 != "1:1" && $3 != "1:2") }
+			$1 == "Sent" { if (leaf && $2 > 1000000) c++; leaf = 0 }
+			END { print c + 0 }' || true)
+		printf 'fabric_flows_%s=%s\n' "$dev" "${n:-0}"
 	done
 	return 0
 }
