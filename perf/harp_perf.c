@@ -205,11 +205,13 @@ static int int_arg(const char *name, const char *arg, long lo, long hi, int *out
 	return 0;
 }
 
-static int size_opt(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
+/* A count with an optional K, M or G suffix; unit names what it counts in the message. */
+static int size_opt(const char *name, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out,
+		    const char *unit)
 {
 	if (parse_size(arg, out) || *out < lo || *out > hi) {
-		fprintf(stderr, "harp-perf: bad %s '%s' (%" PRIu64 " to %" PRIu64 " bytes)\n", name,
-			arg, lo, hi);
+		fprintf(stderr, "harp-perf: bad %s '%s' (%" PRIu64 " to %" PRIu64 " %s)\n", name,
+			arg, lo, hi, unit);
 		return -1;
 	}
 	return 0;
@@ -282,11 +284,11 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'S': rc = parse_sizes(o, optarg); break;
 		case 'n': rc = int_arg("--iters", optarg, 1, 100000000, &o->iters); break;
 		case 'w': rc = int_arg("--warmup", optarg, 0, 100000000, &o->warmup); break;
-		case 's': rc = size_opt("--size", optarg, 1, 1ull << 30, &o->size); break;
+		case 's': rc = size_opt("--size", optarg, 1, 1ull << 30, &o->size, "bytes"); break;
 		case 'W': rc = int_arg("--window", optarg, 1, MAX_WINDOW, &o->window); break;
 		case 'c': rc = int_arg("--conns", optarg, 1, MAX_CONNS, &o->conns); break;
-		case 'b': rc = size_opt("--bytes", optarg, 1, 1ull << 46, &o->bytes); break;
-		case 'N': rc = size_opt("--count", optarg, 1, 1ull << 40, &o->count); break;
+		case 'b': rc = size_opt("--bytes", optarg, 1, 1ull << 46, &o->bytes, "bytes"); break;
+		case 'N': rc = size_opt("--count", optarg, 1, 1ull << 40, &o->count, "messages"); break;
 		case 'R': rc = int_arg("--rank", optarg, 0, 63, &o->rank); break;
 		case 'K': rc = int_arg("--nranks", optarg, 2, 64, &o->nranks); break;
 		case 'v': o->verbose = true; break;
@@ -410,10 +412,8 @@ static int plugin_open(void)
 
 static void plugin_close(void)
 {
-	if (P.ctx || P.api.finalize) {
-		if (P.api.finalize) {
-			P.api.finalize(P.ctx);
-		}
+	if (P.api.finalize && P.ctx) { /* v11 on, after a successful init */
+		P.api.finalize(P.ctx);
 	}
 	/* The plugin stays loaded: its destructor runs at exit, as under NCCL. */
 }

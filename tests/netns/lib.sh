@@ -109,12 +109,13 @@ topo_veth() {
 	ns_exec "$ns2" ip link set "$if2" up
 }
 
-# topo_reap_stale: namespaces this library named (h<PID>a/b/m) whose PID is gone are leftovers of
-# a run that was killed without its traps (SIGKILL, ctest's timeout); remove them.
+# topo_reap_stale: namespaces this library named (h<PID>a/b/m, and h<PID>r<I> of topo_bridge) whose
+# PID is gone are leftovers of a run that was killed without its traps (SIGKILL, ctest's
+# timeout); remove them.
 topo_reap_stale() {
 	local ns pid
 	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
-		[[ $ns =~ ^h([0-9]+)[abm]$ ]] || continue
+		[[ $ns =~ ^h([0-9]+)([abm]|r[0-9]+)$ ]] || continue
 		pid=${BASH_REMATCH[1]}
 		if [[ $pid != "$$" ]] && ! kill -0 "$pid" 2>/dev/null; then
 			ip netns del "$ns" 2>/dev/null || true
@@ -330,18 +331,6 @@ hop_impair_stats() {
 	return 0
 }
 
-# topo_reap_stale_ranks: as topo_reap_stale, for the rank namespaces (h<PID>r<I>) of topo_bridge.
-topo_reap_stale_ranks() {
-	local ns pid
-	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
-		[[ $ns =~ ^h([0-9]+)r[0-9]+$ ]] || continue
-		pid=${BASH_REMATCH[1]}
-		if [[ $pid != "$$" ]] && ! kill -0 "$pid" 2>/dev/null; then
-			ip netns del "$ns" 2>/dev/null || true
-		fi
-	done
-}
-
 # topo_bridge N MTU QUEUES: ranks R0..R(N-1) (ns_r[i], if_r[i], ip_r[i] = 198.18.x.(i+1)/24),
 # each joined by its own veth pair to one bridge in M, as N hosts on one switch. M's ends get the
 # ranks' queue count (XDP on a rank's end needs its rx queues >= M's tx queues).
@@ -353,7 +342,7 @@ topo_bridge() {
 		return 2
 	fi
 	topo_check_args "$mtu" "$queues" || return
-	topo_reap_stale_ranks
+	topo_reap_stale
 	ns_a="" ns_b="" ns_m="${topo_prefix}m"
 	ns_r=() if_r=() ip_r=()
 	topo_ns_add "$ns_m"
