@@ -96,6 +96,7 @@ bool conn_take_request(struct harp_conn *c, struct harp_req *r)
 		return false;
 	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = r;
+	c->recvs_open++;
 	r->next = NULL;
 	if (c->cts_out_tail) {
 		c->cts_out_tail->next = r;
@@ -120,9 +121,12 @@ static void send_release(struct harp_conn *c, struct harp_req *s, int err)
 
 static void recv_release(struct harp_conn *c, struct harp_req *r)
 {
-	/* The sender's send completes only on our ack, and our caller may not run this engine
-	 * again soon (its receive is done): ack in this pass, not after CONN_ACK_DELAY_NS. */
-	c->ack_now = true;
+	/* The sender's send completes only on our ack. With no other receive open our caller may
+	 * not run this engine again soon: ack in this pass. With more open it keeps polling, and
+	 * the ack rides on its next CTS or leaves after CONN_ACK_DELAY_NS. */
+	if (!--c->recvs_open) {
+		c->ack_now = true;
+	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = NULL;
 	req_finish(r, r->recv.err);
 }
@@ -180,6 +184,7 @@ void conn_fail(struct harp_conn *c, int err)
 			c->recv_slots[i] = NULL;
 		}
 	}
+	c->recvs_open = 0;
 	c->cts_out_head = c->cts_out_tail = NULL;
 	c->ssn_tail = c->ssn_cur = c->ssn_next;
 	c->rtx_head = c->rtx_tail;
@@ -303,7 +308,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 	if (!newly) {
 		return;
 	}
-	if (sack) {
+	if (sack || ts_echo) { /* a reliable packet echoes 0 when it has nothing to echo */
 		rtt_sample(&c->rtt, (uint32_t)(now / 1000) - ts_echo);
 		undo_spurious_timeout(c, ts_echo);
 	}
@@ -436,7 +441,7 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		on_ack(c, h->ack_psn, p->body, h->ts_echo, now);
 		return;
 	}
-	on_ack(c, h->ack_psn, NULL, 0, now);
+	on_ack(c, h->ack_psn, NULL, h->ts_echo, now);
 	c->stats.rx_packets++;
 	if (!c->ack_due) {
 		c->ack_due = true;
@@ -542,6 +547,7 @@ static void header_of(struct harp_conn *c, const struct tx_rec *rec, uint32_t ps
 	h->psn = psn;
 	h->ack_psn = c->rcv_nxt;
 	h->ts = (uint32_t)(now / 1000);
+	h->ts_echo = c->last_ts;
 	h->rsn = rec->rsn;
 	h->tag = rec->tag;
 	h->msg_len = rec->msg_len;
@@ -676,6 +682,12 @@ send:
 	c->inflight++;
 	c->stats.tx_packets++;
 	header_of(c, rec, psn, tx, now);
+	if (c->ack_due && !c->sacked_pending) {
+		/* The cumulative ack this packet carries says all an ACK would: none is due now. */
+		c->ack_due = false;
+		c->ack_now = false;
+		c->rx_since_ack = 0;
+	}
 	return true;
 }
 

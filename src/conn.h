@@ -161,6 +161,7 @@ struct harp_conn {
 	uint32_t last_ts;	      /* ts of the latest reliable packet, echoed in acks */
 	bool ack_due;	   /* something arrived that the peer has not seen acked */
 	bool ack_now;	   /* a hole or a duplicate: the sender needs the sack map at once */
+	uint32_t recvs_open; /* receives taken and not yet finished */
 	uint32_t rx_since_ack;
 	uint32_t sacked_pending; /* bits set in rcv_bits */
 	uint64_t ack_due_ns; /* when ack_due was set */
