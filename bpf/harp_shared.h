@@ -17,4 +17,18 @@ enum harp_xdp_counter {
 /* Largest rx queue index the XSKMAP holds. */
 #define HARP_XDP_MAX_QUEUES 64
 
+/*
+ * The program's settings: entry 0 of the harp_config array map. Whoever loads the program writes
+ * it before harp traffic is expected (the library before attaching; harp-attach right after
+ * xdp-loader, with bpftool). Until then port_lo is 0 and every packet goes to the kernel.
+ */
+struct harp_xdp_config {
+	__u16 port_lo;	 /* inclusive UDP destination port range that belongs to harp, host order */
+	__u16 port_hi;
+	__u32 attach_id; /* the XDP program id the interface reports while this program runs on it
+			  * (the program's own, or libxdp's dispatcher's); 0: not recorded */
+	__u32 ifindex;	 /* the interface it was attached to; 0: not recorded */
+	__u32 reserved;	 /* 0 */
+};
+
 #endif

@@ -5,7 +5,11 @@
  * socket bound to the frame's rx queue. Anything it does not fully understand goes to the kernel:
  * the program must never cost the node its SSH, kubelet or DNS traffic.
  *
- * Settings are read-only data set by user space before load (see steer.c).
+ * Settings live in the harp_config map (struct harp_xdp_config), written after load by whoever
+ * loaded the program: the library (steer.c) or harp-attach. A map rather than read-only data, so
+ * that a program loaded by xdp-loader, which cannot set rodata, can be configured after the fact.
+ * Every map is pinned by name, so `xdp-loader load --pin-path DIR` leaves them in DIR for harp
+ * processes to open; the library clears the pin paths when it loads the program itself.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -22,15 +26,12 @@ struct vlan_hdr_min {
 	__be16 encapsulated_proto;
 };
 
-/* Inclusive UDP destination port range that belongs to harp, in host order. */
-const volatile __u16 port_lo = 0;
-const volatile __u16 port_hi = 0;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
 	__uint(max_entries, HARP_XDP_MAX_QUEUES);
 	__type(key, __u32);
 	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
 } xsks_map SEC(".maps");
 
 struct {
@@ -38,7 +39,16 @@ struct {
 	__uint(max_entries, HARP_XDP_COUNTER_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
 } counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct harp_xdp_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
+} harp_config SEC(".maps");
 
 static __always_inline int count(__u32 which, int verdict)
 {
@@ -91,8 +101,9 @@ int harp_xdp_steer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct udphdr *udp = NULL;
 	void *l3;
+	const struct harp_xdp_config *cfg;
 	__u16 proto, dport;
-	__u32 queue = ctx->rx_queue_index;
+	__u32 queue = ctx->rx_queue_index, zero = 0;
 
 	if ((void *)(eth + 1) > end) {
 		return count(HARP_XDP_PASSED, XDP_PASS); /* runt frame: not ours to judge */
@@ -117,7 +128,8 @@ int harp_xdp_steer(struct xdp_md *ctx)
 		return count(HARP_XDP_PASSED, XDP_PASS); /* ARP, ICMP, TCP, truncated UDP, ... */
 	}
 	dport = bpf_ntohs(udp->dest);
-	if (dport < port_lo || dport > port_hi) {
+	cfg = bpf_map_lookup_elem(&harp_config, &zero);
+	if (!cfg || !cfg->port_lo || dport < cfg->port_lo || dport > cfg->port_hi) {
 		return count(HARP_XDP_PASSED, XDP_PASS); /* someone else's UDP (DNS, VXLAN, ...) */
 	}
 	if (queue >= HARP_XDP_MAX_QUEUES || !bpf_map_lookup_elem(&xsks_map, &queue)) {

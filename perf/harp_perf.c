@@ -34,6 +34,9 @@
 #ifndef HARP_PERF_PLUGIN
 #define HARP_PERF_PLUGIN "libnccl-net-harp.so"
 #endif
+#ifndef HARP_PERF_PLUGIN_INSTALLED
+#define HARP_PERF_PLUGIN_INSTALLED "../lib/libnccl-net-harp.so"
+#endif
 
 #define HANDLE_BYTES HNCCL_NET_HANDLE_MAXSIZE
 #define MAX_SIZES    32
@@ -147,6 +150,37 @@ static void perf_logger(enum hnccl_log_level level, unsigned long flags, const c
 
 /* ---- options --------------------------------------------------------------------------------- */
 
+/*
+ * The plugin installed with this harp-perf (HARP_PERF_PLUGIN_INSTALLED, relative to its own
+ * directory) if there is one, else the build's: installed, harp-perf must not depend on a build
+ * tree that may be gone; in the build tree nothing is installed beside it.
+ */
+static const char *default_plugin(void)
+{
+	static char installed[PATH_MAX];
+	char self[PATH_MAX], *slash;
+	size_t room;
+	ssize_t n;
+	int len;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		return HARP_PERF_PLUGIN;
+	}
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash) {
+		return HARP_PERF_PLUGIN;
+	}
+	room = sizeof(self) - (size_t)(slash + 1 - self);
+	len = snprintf(slash + 1, room, "%s", HARP_PERF_PLUGIN_INSTALLED);
+	/* realpath() fails where there is no such file; it also drops the bin/.. from records. */
+	if (len < 0 || (size_t)len >= room || !realpath(self, installed)) {
+		return HARP_PERF_PLUGIN;
+	}
+	return installed;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -168,7 +202,7 @@ static void usage(void)
 		"  --count N        msgrate: messages per connection\n"
 		"  --rank R --nranks N   allreduce: this rank and the ring's size (2..64)\n"
 		"  --verbose        the plugin's INFO lines on stderr\n",
-		HARP_PERF_PLUGIN, MAX_WINDOW, MAX_CONNS);
+		default_plugin(), MAX_WINDOW, MAX_CONNS);
 }
 
 static int parse_sizes(struct opts *o, const char *arg)
@@ -226,7 +260,7 @@ static void defaults(struct opts *o)
 
 	o->version = 12;
 	o->timeout_s = 120;
-	o->plugin = HARP_PERF_PLUGIN;
+	o->plugin = default_plugin();
 	for (i = 0; i < n; i++) {
 		o->sizes[i] = s[i];
 	}

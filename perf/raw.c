@@ -369,7 +369,7 @@ static int raw_open(struct raw_run *r)
 	int err, q;
 
 	err = steer_attach(&r->steer, r->ifi.name, r->ifi.ifindex, (uint16_t)p->port_base,
-			   (uint16_t)(p->port_base + p->port_count - 1), p->xdp_mode);
+			   (uint16_t)(p->port_base + p->port_count - 1), p);
 	if (err) {
 		raw_err("attaching harp's XDP program to %s failed: %s", r->ifi.name,
 			strerror(-err));

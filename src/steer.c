@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Loading harp's XDP program. The object is compiled into the library as a skeleton, so nothing
- * is read from disk; its port range is rodata written before load. Attachment goes through
- * libxdp, so on kernels where its dispatcher works harp shares the hook with other XDP programs;
- * where the dispatcher is refused (as on kernels in lockdown) libxdp attaches the program alone.
+ * harp's XDP program on one interface, found or loaded.
+ *
+ * A node prepared by harp-attach has the program attached and its maps pinned under
+ * HARP_PIN_ROOT/<ifname>/: harp then only opens those maps, checks that they belong to the program
+ * now attached to this interface and that its port range covers ours, and needs no privilege
+ * beyond its AF_XDP sockets (CAP_NET_RAW, and CAP_IPC_LOCK for the UMEM). Elsewhere it loads the
+ * program itself (CAP_BPF and CAP_NET_ADMIN): the object is compiled into the library as a
+ * skeleton, so nothing is read from disk, and it goes through libxdp, so on kernels where libxdp's
+ * dispatcher works harp shares the hook with other XDP programs; where the dispatcher is refused
+ * (as on kernels in lockdown) libxdp attaches the program alone. Either way the program's port
+ * range is entry 0 of its harp_config map.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
@@ -50,7 +58,8 @@ static const char *attach_hint(int err)
 	switch (err) {
 	case EPERM:
 	case EACCES:
-		return "; loading XDP needs CAP_BPF and CAP_NET_ADMIN (or use scripts/harp-attach)";
+		return "; loading XDP needs CAP_BPF and CAP_NET_ADMIN: give the process those, or "
+		       "prepare the node once with `harp-attach up IFNAME` as root";
 	case ERANGE:
 		return "; the MTU is too large for XDP on this device (veth peers: at most 3506)";
 	case EEXIST:
@@ -147,17 +156,177 @@ static void remove_stale(const char *ifname, int ifindex)
 	pr_info("steer: removed the harp XDP program an exited process left on %s", ifname);
 }
 
-int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
-		 uint16_t port_hi, int xdp_mode_param)
+/* The XDP program ids attached to ifindex, by mode; 0 where none. */
+static int attached_ids(int ifindex, __u32 *drv_id, __u32 *skb_id)
 {
-	enum xdp_attach_mode mode = xdp_mode_param == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
-	int err;
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 
+	*drv_id = *skb_id = 0;
+	if (bpf_xdp_query(ifindex, 0, &q)) {
+		return -errno;
+	}
+	*drv_id = q.drv_prog_id;
+	*skb_id = q.skb_prog_id;
+	return 0;
+}
+
+static void steer_reset(struct steer *s)
+{
 	memset(s, 0, sizeof(*s));
 	s->xsks_map_fd = -1;
 	s->counters_fd = -1;
+	s->config_fd = -1;
+	s->lock_fd = -1;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+/* One map of harp-attach's pin directory, opened read-write. */
+static int open_pinned(const char *dir, const char *name, const char *ifname)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		return fd;
+	}
+	err = -errno;
+	if (err == -ENOENT) {
+		pr_err("steer: %s is missing, so harp-attach's pin directory for %s is incomplete: "
+		       "run `harp-attach down %s` and `harp-attach up %s` as root",
+		       path, ifname, ifname, ifname);
+	} else if (err == -EACCES || err == -EPERM) {
+		pr_err("steer: cannot open %s: %s; harp needs read and write access to the pinned "
+		       "maps (mount the host's /sys/fs/bpf read-write into the container)",
+		       path, strerror(-err));
+	} else {
+		pr_err("steer: cannot open %s: %s", path, strerror(-err));
+	}
+	return err;
+}
+
+/*
+ * The program harp-attach attached and pinned: its maps, once they prove to belong to the program
+ * attached to this interface now and to steer a range that covers ours.
+ */
+static int use_pinned(struct steer *s, const char *dir, const char *ifname, int ifindex,
+		      uint16_t port_lo, uint16_t port_hi)
+{
+	struct harp_xdp_config cfg;
+	__u32 key = 0, drv_id, skb_id;
+	int err;
+
+	s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
+	s->counters_fd = s->xsks_map_fd < 0 ? -1 : open_pinned(dir, "counters", ifname);
+	s->config_fd = s->counters_fd < 0 ? -1 : open_pinned(dir, "harp_config", ifname);
+	if (s->config_fd < 0) {
+		err = s->xsks_map_fd < 0 ? s->xsks_map_fd
+		      : s->counters_fd < 0 ? s->counters_fd : s->config_fd;
+		goto err;
+	}
+	if (bpf_map_lookup_elem(s->config_fd, &key, &cfg)) {
+		err = -errno;
+		pr_err("steer: reading %s/harp_config failed: %s", dir, strerror(errno));
+		goto err;
+	}
+	if ((int)cfg.ifindex != ifindex) {
+		err = -ESTALE;
+		pr_err("steer: the maps pinned at %s were made for interface index %u, but %s is "
+		       "index %d now (was it re-created?): run `harp-attach up %s` again as root",
+		       dir, cfg.ifindex, ifname, ifindex, ifname);
+		goto err;
+	}
+	err = attached_ids(ifindex, &drv_id, &skb_id);
+	if (err) {
+		pr_err("steer: asking the kernel which XDP program runs on %s failed: %s", ifname,
+		       strerror(-err));
+		goto err;
+	}
+	if (!cfg.attach_id || (cfg.attach_id != drv_id && cfg.attach_id != skb_id)) {
+		char now[32] = "none";
+
+		if (drv_id || skb_id) {
+			snprintf(now, sizeof(now), "program id %u", drv_id ? drv_id : skb_id);
+		}
+		err = -ESTALE;
+		pr_err("steer: the maps pinned at %s belong to XDP program id %u, but %s runs %s "
+		       "(another program replaced harp's, or it was detached): run `harp-attach up "
+		       "%s` again as root",
+		       dir, cfg.attach_id, ifname, now, ifname);
+		goto err;
+	}
+	if (!cfg.port_lo || port_lo < cfg.port_lo || port_hi > cfg.port_hi) {
+		err = -ERANGE;
+		pr_err("steer: the XDP program on %s steers UDP ports %u-%u, but harp here uses "
+		       "%u-%u (HARP_PORT_BASE, HARP_PORT_COUNT): take them from the node profile "
+		       "(HARP_CONF), or run harp-attach up with --port-base/--port-count",
+		       ifname, cfg.port_lo, cfg.port_hi, port_lo, port_hi);
+		goto err;
+	}
+	s->pinned = true;
+	s->ifindex = ifindex;
+	s->xdp_mode = cfg.attach_id == drv_id ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+	pr_info("steer: using the XDP program harp-attach attached to %s (%s mode, id %u, maps at "
+		"%s), UDP ports %u-%u of its %u-%u",
+		ifname, s->xdp_mode == XDP_MODE_SKB ? "skb" : "native", cfg.attach_id, dir, port_lo,
+		port_hi, cfg.port_lo, cfg.port_hi);
+	return 0;
+err:
+	close_fd(&s->xsks_map_fd);
+	close_fd(&s->counters_fd);
+	close_fd(&s->config_fd);
+	return err;
+}
+
+/* What the program we attached steers, and the id that proves it is still there. */
+static int write_config(struct steer *s, const char *ifname, uint16_t port_lo, uint16_t port_hi)
+{
+	struct harp_xdp_config cfg = { .port_lo = port_lo, .port_hi = port_hi };
+	__u32 key = 0, drv_id, skb_id;
+
+	if (!attached_ids(s->ifindex, &drv_id, &skb_id)) {
+		cfg.attach_id = s->xdp_mode == XDP_MODE_SKB ? skb_id : drv_id;
+	}
+	cfg.ifindex = (__u32)s->ifindex;
+	if (bpf_map_update_elem(s->config_fd, &key, &cfg, 0)) {
+		int err = -errno;
+
+		pr_err("steer: writing the port range into the XDP program on %s failed: %s",
+		       ifname, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
+		 uint16_t port_hi, const struct harp_params *params)
+{
+	enum xdp_attach_mode mode =
+		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	char dir[PATH_MAX];
+	struct stat st;
+	int err;
+
+	steer_reset(s);
 	libbpf_set_print(libbpf_print);
 	libxdp_set_print(libxdp_print);
+	if (params->pin_root[0]) {
+		snprintf(dir, sizeof(dir), "%s/%s", params->pin_root, ifname);
+		if (!stat(dir, &st)) {
+			return use_pinned(s, dir, ifname, ifindex, port_lo, port_hi);
+		}
+		pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the "
+			 "XDP program here",
+			 dir, ifname);
+	}
 	s->lock_fd = lock_interface(ifname, ifindex);
 	if (s->lock_fd < 0) {
 		return s->lock_fd;
@@ -170,8 +339,11 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		pr_err("steer: opening the built-in XDP object failed: %s", strerror(errno));
 		return err;
 	}
-	s->skel->rodata->port_lo = port_lo;
-	s->skel->rodata->port_hi = port_hi;
+	/* Our own copy: its maps are this process's, never pinned (the object pins by name for
+	 * xdp-loader, and libbpf would otherwise reuse maps pinned under /sys/fs/bpf). */
+	bpf_map__set_pin_path(s->skel->maps.xsks_map, NULL);
+	bpf_map__set_pin_path(s->skel->maps.counters, NULL);
+	bpf_map__set_pin_path(s->skel->maps.harp_config, NULL);
 	s->prog = xdp_program__from_bpf_obj(s->skel->obj, "xdp");
 	err = libxdp_get_error(s->prog);
 	if (err) {
@@ -190,6 +362,12 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	s->xdp_mode = mode;
 	s->xsks_map_fd = bpf_map__fd(s->skel->maps.xsks_map);
 	s->counters_fd = bpf_map__fd(s->skel->maps.counters);
+	s->config_fd = bpf_map__fd(s->skel->maps.harp_config);
+	err = write_config(s, ifname, port_lo, port_hi);
+	if (err) {
+		xdp_program__detach(s->prog, ifindex, mode, 0);
+		goto err_prog;
+	}
 	pr_info("steer: XDP program attached to %s (%s mode), UDP ports %u-%u", ifname,
 		mode == XDP_MODE_SKB ? "skb" : "native", port_lo, port_hi);
 	return 0;
@@ -207,16 +385,25 @@ err_skel:
 
 void steer_detach(struct steer *s)
 {
-	if (!s || !s->prog) {
+	if (!s) {
+		return;
+	}
+	if (s->pinned) {
+		/* harp-attach's program stays: only our descriptors of its maps go */
+		close_fd(&s->xsks_map_fd);
+		close_fd(&s->counters_fd);
+		close_fd(&s->config_fd);
+		steer_reset(s);
+		return;
+	}
+	if (!s->prog) {
 		return;
 	}
 	xdp_program__detach(s->prog, s->ifindex, s->xdp_mode, 0);
 	xdp_program__close(s->prog);
 	harp_xdp__destroy(s->skel);
 	close(s->lock_fd); /* after the detach: the next harp finds the hook free */
-	memset(s, 0, sizeof(*s));
-	s->xsks_map_fd = -1;
-	s->counters_fd = -1;
+	steer_reset(s);
 }
 
 int steer_counters(const struct steer *s, struct harp_queue_stats *st)

@@ -96,6 +96,7 @@ struct harp_ctx_info {
 	int xdp_native;		/* 1: the XDP program runs in the driver; 0: generic (skb) mode */
 	uint32_t ipv4;		/* network order */
 	uint16_t port_base;
+	int xdp_pinned;		/* 1: harp-attach's program and pinned maps; 0: loaded by this process */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 

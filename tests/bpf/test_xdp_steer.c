@@ -87,7 +87,7 @@ struct test_xsk {
 
 static struct {
 	struct harp_xdp *skel;
-	int prog_fd, xsks_fd, counters_fd;
+	int prog_fd, xsks_fd, counters_fd, config_fd;
 	int ifindex;
 	int ncpus;
 	struct test_xsk xsk_live, xsk_q1;
@@ -597,6 +597,36 @@ static void test_verdicts(void **state)
 	}
 }
 
+/* Entry 0 of harp_config: the program's port range. */
+static int set_ports(uint16_t lo, uint16_t hi)
+{
+	struct harp_xdp_config cfg = { .port_lo = lo, .port_hi = hi };
+	uint32_t key = 0;
+
+	return bpf_map_update_elem(env.config_fd, &key, &cfg, BPF_ANY) ? -errno : 0;
+}
+
+/*
+ * Until whoever loaded the program writes its port range (harp-attach does so right after
+ * xdp-loader), it must hand everything to the kernel, harp's ports included; and a new range
+ * takes effect on the next packet.
+ */
+static void test_config(void **state)
+{
+	struct shape lo = IP4_UDP(PORT_LO), past = IP4_UDP(PORT_HI + 1);
+	struct frame f;
+
+	(void)state;
+	assert_int_equal(set_ports(0, 0), 0);
+	frame_build(&f, &lo);
+	run_case("unconfigured, harp's first port", &f, f.len, Q_SOCKET, PASSED);
+	assert_int_equal(set_ports(PORT_LO, PORT_HI + 1), 0);
+	frame_build(&f, &past);
+	run_case("range grown by one port", &f, f.len, Q_SOCKET, STEERED);
+	assert_int_equal(set_ports(PORT_LO, PORT_HI), 0);
+	run_case("range back", &f, f.len, Q_SOCKET, PASSED);
+}
+
 /* Taking the socket out of the map turns harp's traffic on that queue back to the kernel. */
 static void test_socket_removed(void **state)
 {
@@ -705,13 +735,19 @@ static int env_setup(void)
 		fprintf(stderr, "open skeleton: %s\n", strerror(errno));
 		return 1;
 	}
-	env.skel->rodata->port_lo = PORT_LO;
-	env.skel->rodata->port_hi = PORT_HI;
+	bpf_map__set_pin_path(env.skel->maps.xsks_map, NULL);
+	bpf_map__set_pin_path(env.skel->maps.counters, NULL);
+	bpf_map__set_pin_path(env.skel->maps.harp_config, NULL);
 	err = harp_xdp__load(env.skel);
 	if (err) {
 		fprintf(stderr, "%sload harp_xdp: %s\n", err == -EPERM ? "skip: " : "",
 			strerror(-err));
 		return err == -EPERM ? SKIP : 1;
+	}
+	env.config_fd = bpf_map__fd(env.skel->maps.harp_config);
+	if (set_ports(PORT_LO, PORT_HI)) {
+		fprintf(stderr, "write harp_config: %s\n", strerror(errno));
+		return 1;
 	}
 	env.prog_fd = bpf_program__fd(env.skel->progs.harp_xdp_steer);
 	env.xsks_fd = bpf_map__fd(env.skel->maps.xsks_map);
@@ -773,6 +809,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_socket_removed),
 		cmocka_unit_test(test_live_redirect),
 		cmocka_unit_test(test_counter_totals),

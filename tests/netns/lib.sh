@@ -36,6 +36,10 @@
 export -n HARP_IMPAIR_RATECAP HARP_IMPAIR_RATECAP_LIMIT HARP_IMPAIR_SLOW_RATE \
 	HARP_IMPAIR_SLOW_LIMIT HARP_IMPAIR_CORRUPT_OFFSET
 
+# This machine's node profile (harp-attach up writes /etc/harp/harp.conf) must not change what
+# the tests run: they say everything they mean in the environment.
+export HARP_CONF=
+
 topo_prefix="h$$"
 topo_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 topo_made=""

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * params.c: every default, the strict parser (valid and invalid values of each type), the
- * environment loader with its refusal of unknown HARP_* names, the cross-field checks, and that
- * each error line names the variable, the value and what is accepted.
+ * environment loader with its refusal of unknown HARP_* names, the node profile (HARP_CONF), the
+ * cross-field checks, and that each error line names the variable, the value and what is
+ * accepted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -52,6 +54,7 @@ static int setup(void **state)
 {
 	(void)state;
 	env_clear_harp();
+	setenv("HARP_CONF", "", 1); /* this machine's node profile, if it has one, stays out */
 	return 0;
 }
 
@@ -285,6 +288,84 @@ static void test_load_env(void **state)
 	env_clear_harp();
 }
 
+/* Writes text to a fresh file and points HARP_CONF at it; returns its path (static). */
+static const char *conf_file(const char *text)
+{
+	static char path[] = "/tmp/harp-test-conf-XXXXXX";
+	int fd;
+
+	strcpy(path + strlen(path) - 6, "XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	setenv("HARP_CONF", path, 1);
+	return path;
+}
+
+/* Loads with HARP_CONF naming text; returns params_load_env's result, err as it left it. */
+static int load_conf(struct harp_params *p, const char *text, char *err, size_t errlen,
+		     char *path_out)
+{
+	const char *path = conf_file(text);
+	int ret;
+
+	strcpy(path_out, path);
+	ret = params_load_env(p, err, errlen);
+	unlink(path);
+	return ret;
+}
+
+static void test_conf(void **state)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "", path[64], want[ERR_LEN];
+
+	(void)state;
+	/* the profile's lines apply, comments and blanks are skipped, the environment wins */
+	setenv("HARP_QUEUES", "3", 1);
+	assert_int_equal(load_conf(&p, "# written by harp-attach up\n\n  HARP_IFNAME==eth0,eth1\n"
+				       "HARP_QUEUES=4\nHARP_PORT_BASE = 48000 \r\n"
+				       "HARP_XDP_MODE=skb",
+				   err, sizeof(err), path),
+			 0);
+	assert_string_equal(p.ifname, "=eth0,eth1");
+	assert_int_equal(p.queues, 3);
+	assert_int_equal(p.port_base, 48000);
+	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
+	assert_string_equal(p.conf, path);
+	unsetenv("HARP_QUEUES");
+
+	/* every wrong line is an error naming the file and the line */
+	assert_int_equal(load_conf(&p, "HARP_QUEUES=2\nHARP_PORT_COUNT=65\n", err, sizeof(err),
+				   path),
+			 -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: HARP_PORT_COUNT=65 is invalid", path);
+	assert_true(strncmp(err, want, strlen(want)) == 0);
+	assert_int_equal(load_conf(&p, "HARP_QUEUS=2\n", err, sizeof(err), path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: HARP_QUEUS is not a setting a profile can hold; see "
+		 "harp-params --dump", path);
+	assert_string_equal(err, want);
+	assert_int_equal(load_conf(&p, "HARP_CONF=/etc/other.conf\n", err, sizeof(err), path),
+			 -EINVAL);
+	snprintf(want, sizeof(want), "%s:1: HARP_CONF is not a setting", path);
+	assert_true(strncmp(err, want, strlen(want)) == 0);
+	assert_int_equal(load_conf(&p, "\nHARP_QUEUES\n", err, sizeof(err), path), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: expected NAME=VALUE, found 'HARP_QUEUES'", path);
+	assert_string_equal(err, want);
+
+	/* no file is no profile; a file that cannot be read is an error; empty: none */
+	setenv("HARP_CONF", "/nonexistent/harp.conf", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
+	assert_int_equal(p.queues, 1);
+	setenv("HARP_CONF", "/tmp", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EIO);
+	assert_string_equal(err, "the node profile /tmp could not be read to its end");
+	setenv("HARP_CONF", "", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
+	assert_string_equal(p.conf, "");
+}
+
 static void test_load_env_unknown(void **state)
 {
 	struct harp_params p;
@@ -404,7 +485,8 @@ static void test_dump(void **state)
 	static const char *const names[] = {
 		"HARP_IFNAME", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
 		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_LOG_LEVEL",
-		"HARP_HUGEPAGES", "HARP_BIND_MODE", "HARP_XDP_MODE", "HARP_PEER_TIMEOUT_MS",
+		"HARP_HUGEPAGES", "HARP_BIND_MODE", "HARP_XDP_MODE", "HARP_PIN_ROOT", "HARP_CONF",
+		"HARP_PEER_TIMEOUT_MS",
 		"HARP_CONNECT_TIMEOUT_MS", "HARP_IDLE_PROGRESS_US", "HARP_CWND_MAX", "HARP_SPEED_MBPS", "HARP_FAULT_DROP_PPM",
 		"HARP_FAULT_SEED",
 	};
@@ -451,6 +533,7 @@ int main(void)
 		cmocka_unit_test_setup(test_enum, setup),
 		cmocka_unit_test_setup(test_unknown_name, setup),
 		cmocka_unit_test_setup(test_load_env, setup),
+		cmocka_unit_test_setup(test_conf, setup),
 		cmocka_unit_test_setup(test_load_env_unknown, setup),
 		cmocka_unit_test_setup(test_validate, setup),
 		cmocka_unit_test_setup(test_validate_fields, setup),

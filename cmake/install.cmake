@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake --install: libharp (shared and static), harp.h, harp.pc and a CMake package for programs
+# that use the library; for nodes, the NCCL plugin, the tools, harp-attach and the XDP object that
+# harp-attach loads with xdp-loader (the library carries its own copy, compiled in).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS harp harp_static EXPORT harpTargets
+	LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+	ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+	INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/include/harp/harp.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/harp)
+
+# NCCL dlopen()s "libnccl-net-harp.so" by name, so the plugin goes in the library directory that
+# LD_LIBRARY_PATH names. RUNPATH $ORIGIN lets a container carry libbpf.so.1 and libxdp.so.1 in
+# that same directory instead of installing the distribution's packages.
+set_target_properties(nccl-net-harp PROPERTIES INSTALL_RPATH "$ORIGIN")
+install(TARGETS nccl-net-harp LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+install(TARGETS harp-params harp-xfer harp-perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# OPTIONAL: installs are not held up while the script is being written, and it is picked up
+# once it exists without configuring again.
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/scripts/harp-attach DESTINATION ${CMAKE_INSTALL_SBINDIR}
+	OPTIONAL)
+install(FILES ${BPF_OBJ} DESTINATION ${CMAKE_INSTALL_DATADIR}/harp)
+
+# harp.pc gets its prefix at install time, where `cmake --install --prefix P` sets it (pkg-config
+# has no relocatable prefix that every version understands): configured now with everything but
+# the prefix, whose placeholder the install step fills.
+if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
+	set(HARP_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})
+else()
+	set(HARP_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE ${CMAKE_INSTALL_INCLUDEDIR})
+	set(HARP_PC_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
+else()
+	set(HARP_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+set(HARP_PC_PREFIX "@CMAKE_INSTALL_PREFIX@")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/harp.pc.in ${CMAKE_BINARY_DIR}/pkgconfig/harp.pc.in @ONLY)
+install(CODE "configure_file(\"${CMAKE_BINARY_DIR}/pkgconfig/harp.pc.in\"
+	\"${CMAKE_BINARY_DIR}/pkgconfig/harp.pc\" @ONLY)")
+install(FILES ${CMAKE_BINARY_DIR}/pkgconfig/harp.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The CMake package is relocatable: its paths are found from the config file's own place.
+set(HARP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/harp)
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/harpConfig.cmake.in
+	${CMAKE_BINARY_DIR}/cmake/harpConfig.cmake INSTALL_DESTINATION ${HARP_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/cmake/harpConfigVersion.cmake
+	VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(EXPORT harpTargets NAMESPACE harp:: DESTINATION ${HARP_CMAKE_DIR})
+install(FILES ${CMAKE_BINARY_DIR}/cmake/harpConfig.cmake
+	${CMAKE_BINARY_DIR}/cmake/harpConfigVersion.cmake DESTINATION ${HARP_CMAKE_DIR})
