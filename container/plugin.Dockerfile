@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# SPDX-License-Identifier: Apache-2.0
+#
+# harp's NCCL plugin as a layer for training images to copy from; it is FROM scratch and runs
+# nothing. Build from the repository root:
+#   docker build -f container/plugin.Dockerfile -t harp/plugin:0.1.0 .
+# and in a training image:
+#   COPY --from=harp/plugin:0.1.0 /opt/harp /opt/harp
+#
+# /opt/harp/lib holds libnccl-net-harp.so and Debian 12's libbpf.so.1 and libxdp.so.1 beside it:
+# PyTorch images are Ubuntu, and Ubuntu 22.04 has no libbpf.so.1. The plugin finds them through
+# its RUNPATH ($ORIGIN) or LD_LIBRARY_PATH=/opt/harp/lib. They need libelf.so.1 and libz.so.1 and
+# glibc 2.34 or later from the image (Ubuntu 22.04: libelf1, zlib1g, glibc 2.35).
+
+# The build stage is agent.Dockerfile's, word for word (tests/deploy checks that they match).
+FROM debian:12 AS build
+RUN apt-get update \
+	&& apt-get install -y --no-install-recommends \
+		clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev \
+		cmake make gcc libc6-dev pkg-config \
+	&& rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/harp \
+		-DHARP_TESTS=OFF -DHARP_FAULT_INJECTION=OFF \
+	&& cmake --build /build -j"$(nproc)" \
+	&& cmake --install /build
+
+FROM build AS layer
+RUN multiarch="$(gcc -print-multiarch)" \
+	&& mkdir -p /layer/opt/harp/lib \
+	&& cp /opt/harp/lib/libnccl-net-harp.so /layer/opt/harp/lib/ \
+	&& cp -L "/usr/lib/$multiarch/libbpf.so.1" "/usr/lib/$multiarch/libxdp.so.1" /layer/opt/harp/lib/
+
+FROM scratch
+COPY --from=layer /layer/opt/harp /opt/harp
