@@ -25,6 +25,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -942,6 +943,45 @@ def cmd_report(args):
         print("collect: " + plot_err, file=sys.stderr)
 
 
+def cmd_medians(args):
+    """Every target's median over several runs' directories, with the spread of its ratio."""
+    runs = []
+    for d in args.dirs:
+        recs = load_jsonl(os.path.join(d, "results.jsonl"))
+        cfg_path = os.path.join(d, "config.json")
+        cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+        if not recs:
+            die("%s: no results.jsonl records" % d)
+        runs.append(targets(recs, cfg))
+    rows, order = {}, []
+    for ts in runs:
+        for t in ts:
+            key = (t.num, t.what)
+            if key not in rows:
+                rows[key] = []
+                order.append(key)
+            rows[key].append(t)
+
+    def med(vals):
+        vals = sorted(v for v in vals if v is not None)
+        return statistics.median(vals) if vals else None
+
+    print("Medians of %d runs: %s" % (len(runs), ", ".join(os.path.basename(os.path.normpath(d))
+                                                          for d in args.dirs)))
+    print()
+    print("| # | target | harp | beside it | ratio (median) | ratios, run by run | result |")
+    print("|---|---|---|---|---|---|---|")
+    for key in order:
+        ts = rows[key]
+        first = ts[0]
+        m = Target(first.num, first.what, med(t.harp for t in ts), med(t.peer for t in ts),
+                   med(t.ratio for t in ts), first.op, first.goal, first.unit)
+        spread = " ".join(fmt(t.ratio) for t in ts)
+        print("| %s | %s | %s %s | %s | %s | %s | %s |" % (
+            m.num, m.what, fmt(m.harp), m.unit, fmt(m.peer), fmt(m.ratio), spread,
+            m.verdict()))
+
+
 def brief(rec):
     t = rec.get("test")
     who = "%s %s %s %s" % (rec.get("tool"), t, rec.get("role"), rec.get("transport"))
@@ -1080,9 +1120,12 @@ def main():
     p.add_argument("dir")
     p = sub.add_parser("clean")
     p.add_argument("dir")
+    p = sub.add_parser("medians", help="every target's median over several run directories")
+    p.add_argument("dirs", nargs="+")
     args = ap.parse_args()
     {"peer": cmd_peer, "note": cmd_note, "config": cmd_config, "brief": cmd_brief,
-     "report": cmd_report, "check": cmd_check, "clean": cmd_clean}[args.cmd](args)
+     "report": cmd_report, "check": cmd_check, "clean": cmd_clean,
+     "medians": cmd_medians}[args.cmd](args)
 
 
 if __name__ == "__main__":
