@@ -202,12 +202,12 @@ static void ack_rec(struct harp_conn *c, struct tx_rec *rec)
 	if (rec->sent_ns > c->rack_xmit_ns) {
 		c->rack_xmit_ns = rec->sent_ns;
 	}
-	if (rec->type == HARP_PKT_DATA && rec->sreq) {
+	if (rec->sreq) { /* DATA or MSGERR */
 		struct harp_req *s = rec->sreq;
 
 		s->send.pkts_acked++;
 		if (s->send.all_queued && s->send.pkts_acked == s->send.pkts) {
-			send_release(c, s, 0);
+			send_release(c, s, rec->type == HARP_PKT_MSGERR ? -EMSGSIZE : 0);
 		}
 	}
 }
@@ -622,10 +622,14 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 	rec->tag = s->send.tag;
 	rec->msg_len = s->send.len;
 	if (s->send.len > s->send.cap) {
-		/* Too big for its buffer: tell the receiver, fail the send, move on. */
+		/* Too big for its buffer: tell the receiver, and fail the send once the receiver has
+		 * that (acked), as a good send completes; failing it sooner would let our caller
+		 * close the connection while the MSGERR may still need a retransmission. */
 		rec->type = HARP_PKT_MSGERR;
+		rec->sreq = s;
+		s->send.pkts = 1;
+		s->send.all_queued = true;
 		c->ssn_cur++;
-		send_release(c, s, -EMSGSIZE);
 		return true;
 	}
 	left = s->send.len - s->send.next_off;

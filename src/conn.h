@@ -81,7 +81,7 @@ struct tx_rec {
 	uint64_t offset;
 	uint64_t msg_len;
 	uint64_t sent_ns;
-	struct harp_req *sreq; /* DATA: its send */
+	struct harp_req *sreq; /* DATA, MSGERR: its send */
 };
 
 /* A receive of the peer's, as its CTS packets describe it. */
