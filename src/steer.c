@@ -108,21 +108,38 @@ static int lock_interface(const char *ifname, int ifindex)
 	return fd;
 }
 
+/* The XDP program ids attached to ifindex, by mode; 0 where none. */
+static int attached_ids(int ifindex, __u32 *drv_id, __u32 *skb_id)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	*drv_id = *skb_id = 0;
+	if (bpf_xdp_query(ifindex, 0, &q)) {
+		return -errno;
+	}
+	*drv_id = q.drv_prog_id;
+	*skb_id = q.skb_prog_id;
+	return 0;
+}
+
 /* Name of the XDP program attached to ifindex in either mode, or "" when there is none. */
 static void attached_name(int ifindex, char *name, size_t len, __u32 *mode_flags)
 {
 	static const __u32 modes[] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
 	struct bpf_prog_info info;
-	__u32 id, info_len;
+	__u32 ids[2], info_len;
 	size_t i;
 	int fd;
 
 	name[0] = '\0';
+	if (attached_ids(ifindex, &ids[0], &ids[1])) {
+		return;
+	}
 	for (i = 0; i < ARRAY_SIZE(modes); i++) {
-		if (bpf_xdp_query_id(ifindex, (int)modes[i], &id) || !id) {
+		if (!ids[i]) {
 			continue;
 		}
-		fd = bpf_prog_get_fd_by_id(id);
+		fd = bpf_prog_get_fd_by_id(ids[i]);
 		if (fd < 0) {
 			continue;
 		}
@@ -154,20 +171,6 @@ static void remove_stale(const char *ifname, int ifindex)
 		return;
 	}
 	pr_info("steer: removed the harp XDP program an exited process left on %s", ifname);
-}
-
-/* The XDP program ids attached to ifindex, by mode; 0 where none. */
-static int attached_ids(int ifindex, __u32 *drv_id, __u32 *skb_id)
-{
-	LIBBPF_OPTS(bpf_xdp_query_opts, q);
-
-	*drv_id = *skb_id = 0;
-	if (bpf_xdp_query(ifindex, 0, &q)) {
-		return -errno;
-	}
-	*drv_id = q.drv_prog_id;
-	*skb_id = q.skb_prog_id;
-	return 0;
 }
 
 static void steer_reset(struct steer *s)
@@ -224,12 +227,16 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 	__u32 key = 0, drv_id, skb_id;
 	int err;
 
-	s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
-	s->counters_fd = s->xsks_map_fd < 0 ? -1 : open_pinned(dir, "counters", ifname);
-	s->config_fd = s->counters_fd < 0 ? -1 : open_pinned(dir, "harp_config", ifname);
-	if (s->config_fd < 0) {
-		err = s->xsks_map_fd < 0 ? s->xsks_map_fd
-		      : s->counters_fd < 0 ? s->counters_fd : s->config_fd;
+	err = s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
+	if (err < 0) {
+		goto err;
+	}
+	err = s->counters_fd = open_pinned(dir, "counters", ifname);
+	if (err < 0) {
+		goto err;
+	}
+	err = s->config_fd = open_pinned(dir, "harp_config", ifname);
+	if (err < 0) {
 		goto err;
 	}
 	if (bpf_map_lookup_elem(s->config_fd, &key, &cfg)) {
