@@ -11,7 +11,35 @@ enum harp_xdp_counter {
 	HARP_XDP_STEERED = 0,	/* harp UDP packet redirected into the queue's AF_XDP socket */
 	HARP_XDP_PASSED = 1,	/* anything else, handed to the kernel untouched */
 	HARP_XDP_NO_SOCKET = 2, /* harp UDP packet, but no socket bound on this rx queue */
-	HARP_XDP_COUNTER_MAX = 3,
+	HARP_XDP_PROBES = 3,	/* harp probes seen (steered or not); their queue is recorded */
+	HARP_XDP_PROBE_NO_SOCKET = 4, /* of those, arrived on a queue with no socket: dropped */
+	HARP_XDP_COUNTER_MAX = 5,
+};
+
+/*
+ * Probes (docs/PROTOCOL.md, "Paths"): a peer sends them over candidate UDP port pairs, and the
+ * program records which rx queue each arrived on, in the probe_queues map, keyed by the
+ * receiving connection. Only probes pay for this; other packets are not looked at past UDP.
+ */
+#define HARP_XDP_WIRE_VERSION 2 /* HARP_WIRE_VERSION */
+#define HARP_XDP_PKT_PROBE 5	/* HARP_PKT_PROBE */
+#define HARP_XDP_PROBE_ENTRIES 4096
+
+/* The first bytes of the harp header, as far as the program reads them. */
+struct harp_xdp_hdr_min {
+	__u8 version;
+	__u8 type;
+	__u8 buf_idx;
+	__u8 nbufs;
+	__u32 conn_id; /* network order */
+	__u64 token;   /* as on the wire */
+};
+
+/* Key of probe_queues: the receiving connection, as its probes name it (wire byte order). */
+struct harp_xdp_probe_key {
+	__u64 token;
+	__u32 conn_id;
+	__u32 zero;
 };
 
 /* Largest rx queue index the XSKMAP holds. */

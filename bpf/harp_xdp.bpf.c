@@ -50,6 +50,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
 } harp_config SEC(".maps");
 
+/* Per receiving connection, the rx queues its probes arrived on (bit q: queue q). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HARP_XDP_PROBE_ENTRIES);
+	__type(key, struct harp_xdp_probe_key);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
+} probe_queues SEC(".maps");
+
 static __always_inline int count(__u32 which, int verdict)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
@@ -93,6 +102,35 @@ static __always_inline struct udphdr *udp_of_ipv6(void *l3, void *end)
 	return (struct udphdr *)(ip6 + 1);
 }
 
+static __always_inline int is_probe(const void *l4data, const void *end)
+{
+	const struct harp_xdp_hdr_min *h = l4data;
+
+	if ((const void *)(h + 1) > end) {
+		return 0; /* too short for a harp header: user space will refuse it */
+	}
+	return h->version == HARP_XDP_WIRE_VERSION && h->type == HARP_XDP_PKT_PROBE;
+}
+
+/* Marks the queue this probe arrived on, for the connection it names. */
+static __always_inline void record_probe(const struct harp_xdp_hdr_min *h, __u32 queue)
+{
+	struct harp_xdp_probe_key key = { .token = h->token, .conn_id = h->conn_id };
+	__u64 bit = queue < 64 ? 1ull << queue : 0, *seen;
+
+	count(HARP_XDP_PROBES, 0);
+	seen = bpf_map_lookup_elem(&probe_queues, &key);
+	if (seen) {
+		__sync_fetch_and_or(seen, bit);
+	} else if (bpf_map_update_elem(&probe_queues, &key, &bit, BPF_NOEXIST)) {
+		/* another CPU inserted it first: add our bit to its entry */
+		seen = bpf_map_lookup_elem(&probe_queues, &key);
+		if (seen) {
+			__sync_fetch_and_or(seen, bit);
+		}
+	}
+}
+
 SEC("xdp")
 int harp_xdp_steer(struct xdp_md *ctx)
 {
@@ -131,6 +169,13 @@ int harp_xdp_steer(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&harp_config, &zero);
 	if (!cfg || !cfg->port_lo || dport < cfg->port_lo || dport > cfg->port_hi) {
 		return count(HARP_XDP_PASSED, XDP_PASS); /* someone else's UDP (DNS, VXLAN, ...) */
+	}
+	if (is_probe(udp + 1, end)) {
+		record_probe((const struct harp_xdp_hdr_min *)(udp + 1), queue);
+		if (queue >= HARP_XDP_MAX_QUEUES || !bpf_map_lookup_elem(&xsks_map, &queue)) {
+			/* recorded; nobody here can answer it, and the kernel need not either */
+			return count(HARP_XDP_PROBE_NO_SOCKET, XDP_DROP);
+		}
 	}
 	if (queue >= HARP_XDP_MAX_QUEUES || !bpf_map_lookup_elem(&xsks_map, &queue)) {
 		/* harp's port, but no harp socket on this queue: the kernel answers with ICMP. */

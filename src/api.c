@@ -409,9 +409,13 @@ int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct 
 
 static void conn_go(struct harp_conn *c)
 {
+	const struct harp_params *p = &c->ctx->params;
+
 	c->engine = &c->ctx->engines[ctrl_setup_queue(c)];
-	c->path.src_port = htons((uint16_t)(c->ctx->params.port_base + ctrl_setup_queue(c)));
 	c->stats.queue = ctrl_setup_queue(c);
+	conn_paths_init(c, (uint32_t)p->paths, (uint16_t)p->port_base, (uint16_t)p->port_count,
+			c->peer_port_lo, c->peer_port_span,
+			(uint32_t)(c->token ^ (c->token >> 32)) ^ c->id, now_ns());
 	atomic_store_explicit(&c->state, CONN_READY, memory_order_release);
 	engine_handover(c->engine, c);
 }
@@ -467,7 +471,8 @@ int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
 		return -EINVAL;
 	}
 	*st = c->stats; /* engine-owned figures, read racily: a snapshot, not state */
-	st->cwnd = c->cc.cwnd;
+	st->cwnd = conn_cwnd(c);
+	st->paths = c->paths_live;
 	st->srtt_us = c->rtt.srtt_us;
 	st->rto_us = c->rtt.rto_us;
 	return 0;

@@ -14,9 +14,16 @@
  * into place whatever order packets arrive in, and a packet is applied exactly once because its
  * psn is remembered in a bitmap until the cumulative ack passes it.
  *
- * Loss is found the RACK way (a packet sent before one that has been acked, by more than a
- * quarter of the RTT, is lost) and by the retransmission timer; a retransmission re-reads the
- * sender's buffer (valid until the send completes), so no frame is held for it.
+ * A connection spreads its packets over several paths (UDP port pairs that probing showed to
+ * reach the peer's engine for this connection), each with its own window, RTT and loss clock: a
+ * new packet goes to the path with room and the least delay, a retransmission to another path
+ * than the one that lost it, and a path that stops acknowledging is retired and replaced.
+ *
+ * Loss is found the RACK way, per path (a packet sent on a path before one that has been acked
+ * on the same path, by more than a quarter of that path's RTT, is lost), and by the
+ * retransmission timer. A loss with no queueing delay behind it and a low loss rate is taken for
+ * random loss and does not shrink the window. A retransmission re-reads the sender's buffer
+ * (valid until the send completes), so no frame is held for it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +38,15 @@
 #define CWND_INIT 32
 #define CWND_MIN 4
 #define RACK_SCAN_MAX 2048 /* psns examined per ack for loss */
+/* A loss is taken for congestion when the path's srtt is above 2 x min_rtt + this, */
+#define RANDOM_LOSS_SLACK_US 1000
+/* or when more than 1 in this many of the path's recent packets were lost. */
+#define RANDOM_LOSS_MAX_RATE 32
+#define PATH_AGE_ACKED 4096	/* acked packets after which the loss count is halved */
+#define PATH_RETIRE_RTOS 3	/* a path silent this many of its RTOs, while others ack, retires */
+#define PATH_RETIRE_MIN_NS (20 * 1000000ull)
+#define PROBE_INTERVAL_NS (2 * 1000000ull) /* first wait for a round's results */
+#define PROBE_INTERVAL_MAX_NS (200 * 1000000ull)
 
 int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 {
@@ -44,7 +60,8 @@ int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 		return -ENOMEM;
 	}
 	rtt_init(&c->rtt, RTO_INIT_US, RTO_MIN_US, RTO_MAX_US);
-	cc_init(&c->cc, CWND_INIT < cwnd_max ? CWND_INIT : cwnd_max, CWND_MIN, cwnd_max);
+	c->cwnd_max = cwnd_max;
+	c->paths_want = 1;
 	return 0;
 }
 
@@ -76,6 +93,236 @@ void conn_start(struct harp_conn *c, uint64_t now)
 static struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)
 {
 	return &c->txq[psn & (CONN_TXQ - 1)];
+}
+
+/* ---- paths ------------------------------------------------------------------------------------ */
+
+static uint32_t xorshift(uint32_t *state)
+{
+	uint32_t x = *state ? *state : 0x9e3779b9u;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*state = x;
+	return x;
+}
+
+void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint16_t port_span,
+		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed, uint64_t now)
+{
+	c->paths_want = want < 1 ? 1 : want > CONN_MAX_PATHS ? CONN_MAX_PATHS : want;
+	c->port_lo = port_lo;
+	c->port_span = port_span;
+	c->peer_port_lo = peer_port_lo;
+	c->peer_port_span = peer_port_span ? peer_port_span : 1;
+	c->probe.rng = seed;
+	c->probe.next_ns = now;
+	c->probe.first_ns = now;
+	c->probe.interval_ns = PROBE_INTERVAL_NS;
+}
+
+int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
+{
+	uint32_t per_max = c->cwnd_max / c->paths_want, init = CWND_INIT / c->paths_want, i;
+	struct conn_path *p = NULL;
+
+	for (i = 0; i < c->npaths; i++) {
+		if (c->paths[i].src_port == src_port && c->paths[i].dst_port == dst_port) {
+			if (c->paths[i].live) {
+				return -EEXIST;
+			}
+			p = &c->paths[i]; /* retired once; probing found it good again */
+			break;
+		}
+	}
+	if (!p) {
+		for (i = 0; i < c->npaths && c->paths[i].live; i++) {
+		}
+		if (i == c->npaths && c->npaths == CONN_MAX_PATHS) {
+			return -ENOSPC;
+		}
+		if (i == c->npaths) {
+			c->npaths++;
+		}
+		p = &c->paths[i];
+	}
+	if (c->paths_live >= c->paths_want) {
+		return -ENOSPC;
+	}
+	memset(p, 0, sizeof(*p));
+	p->src_port = src_port;
+	p->dst_port = dst_port;
+	p->live = true;
+	p->last_ack_ns = now;
+	rtt_init(&p->rtt, RTO_INIT_US, RTO_MIN_US, RTO_MAX_US);
+	cc_init(&p->cc, init > CWND_MIN ? init : CWND_MIN, CWND_MIN, per_max > 16 ? per_max : 16);
+	c->paths_live++;
+	return (int)(p - c->paths);
+}
+
+uint32_t conn_cwnd(const struct harp_conn *c)
+{
+	uint32_t i, w = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		if (c->paths[i].live) {
+			w += c->paths[i].cc.cwnd;
+		}
+	}
+	return w;
+}
+
+/*
+ * The path for the next packet, among those with room in their window and not `avoid` (unless
+ * it is the only one with room); -1 when every path is full. New data goes to the path with the
+ * least smoothed RTT (one not yet measured counts as the fastest, so it gets measured), a
+ * retransmission to the path that most recently proved it delivers (its last ack): a path that
+ * just lost a packet, or went dark, must not get the packet that repairs the loss. Ties rotate.
+ */
+static int pick_path(struct harp_conn *c, int avoid, bool rtx)
+{
+	int best = -1, fallback = -1;
+	uint64_t best_score = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < c->npaths; i++) {
+		uint32_t k = (c->path_rr + i) % c->npaths;
+		const struct conn_path *p = &c->paths[k];
+		uint64_t score;
+
+		if (!p->live || p->inflight >= p->cc.cwnd) {
+			continue;
+		}
+		if ((int)k == avoid) {
+			fallback = (int)k;
+			continue;
+		}
+		if (rtx) {
+			score = UINT64_MAX - p->last_ack_ns;
+		} else {
+			score = p->rtt.have_sample ? p->rtt.srtt_us : 0;
+		}
+		if (score < best_score) {
+			best_score = score;
+			best = (int)k;
+		}
+	}
+	c->path_rr++;
+	return best >= 0 ? best : fallback;
+}
+
+/* Any live path, in turn: for packets outside the windows (ACKs). */
+static int any_path(struct harp_conn *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->npaths; i++) {
+		uint32_t k = (c->path_rr + i) % c->npaths;
+
+		if (c->paths[k].live) {
+			c->path_rr = k + 1;
+			return (int)k;
+		}
+	}
+	return -1;
+}
+
+/* A lost packet: a congestion signal unless the path shows every sign of random loss. */
+static void path_on_loss(struct harp_conn *c, struct conn_path *p, uint32_t psn)
+{
+	bool queueing = p->rtt.have_sample &&
+			p->rtt.srtt_us > 2 * p->rtt.min_rtt_us + RANDOM_LOSS_SLACK_US;
+
+	p->losses++;
+	if (!queueing && p->losses * RANDOM_LOSS_MAX_RATE < p->acked + p->losses) {
+		c->stats.random_losses++;
+		return;
+	}
+	cc_on_loss(&p->cc, psn, c->snd_nxt);
+}
+
+/* Starts the next probe round: fresh candidate port pairs, none of them a live path's. */
+static void probe_round(struct harp_conn *c, uint64_t now)
+{
+	struct conn_probe *pr = &c->probe;
+	uint32_t n = 0, tries = 0, i;
+
+	pr->round++;
+	while (n < CONN_PROBE_CANDS && tries++ < 4 * CONN_PROBE_CANDS) {
+		uint16_t sp = htons((uint16_t)(c->port_lo + xorshift(&pr->rng) % c->port_span));
+		uint16_t dp = htons(
+			(uint16_t)(c->peer_port_lo + xorshift(&pr->rng) % c->peer_port_span));
+		bool used = false;
+
+		for (i = 0; i < c->npaths && !used; i++) {
+			used = c->paths[i].live && c->paths[i].src_port == sp &&
+			       c->paths[i].dst_port == dp;
+		}
+		for (i = 0; i < n && !used; i++) {
+			used = pr->cand_src[i] == sp && pr->cand_dst[i] == dp;
+		}
+		if (!used) {
+			pr->cand_src[n] = sp;
+			pr->cand_dst[n] = dp;
+			n++;
+		}
+	}
+	pr->ncands = n;
+	pr->sent = 0;
+	pr->next_ns = now + pr->interval_ns;
+	pr->interval_ns = pr->interval_ns * 2 < PROBE_INTERVAL_MAX_NS ? pr->interval_ns * 2
+								    : PROBE_INTERVAL_MAX_NS;
+}
+
+bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
+{
+	struct conn_probe *pr = &c->probe;
+	struct harp_hdr *h = &tx->h;
+
+	if (!c->port_span || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		return false;
+	}
+	if (pr->sent == pr->ncands) {
+		if (c->paths_live >= c->paths_want || now < pr->next_ns) {
+			return false;
+		}
+		probe_round(c, now);
+		if (!pr->ncands) {
+			return false;
+		}
+	}
+	memset(h, 0, sizeof(*h));
+	h->version = HARP_WIRE_VERSION;
+	h->type = HARP_PKT_PROBE;
+	h->conn_id = c->peer_id;
+	h->token = c->token;
+	h->ts = (uint32_t)(now / 1000);
+	h->rsn = pr->round;
+	h->tag = pr->sent;
+	tx->src_port = pr->cand_src[pr->sent];
+	tx->dst_port = pr->cand_dst[pr->sent];
+	tx->payload = NULL;
+	pr->sent++;
+	c->stats.probes_sent++;
+	return true;
+}
+
+void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)
+{
+	struct conn_probe *pr = &c->probe;
+
+	if (round != pr->round || cand >= pr->ncands) {
+		return; /* an earlier round's: its candidates are gone */
+	}
+	if (conn_add_path(c, pr->cand_src[cand], pr->cand_dst[cand], now) >= 0) {
+		pr->interval_ns = PROBE_INTERVAL_NS; /* rounds find paths: no need to wait longer */
+	}
+}
+
+bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns)
+{
+	return c->port_span && !c->paths_live && now - c->probe.first_ns > limit_ns;
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */
@@ -192,15 +439,33 @@ void conn_fail(struct harp_conn *c, int err)
 
 /* ---- acknowledgements ------------------------------------------------------------------------ */
 
-static void ack_rec(struct harp_conn *c, struct tx_rec *rec)
+/* What one ack did to each path, gathered while its records are acked. */
+struct ack_tally {
+	uint32_t newly[CONN_MAX_PATHS];
+	uint64_t newest_sent[CONN_MAX_PATHS]; /* send time of the newest clean record acked */
+	uint32_t touched;		      /* bit per path */
+};
+
+static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t)
 {
+	struct conn_path *p = &c->paths[rec->path];
+
 	rec->acked = true;
 	if (rec->in_pipe) {
 		rec->in_pipe = false;
 		c->inflight--;
+		p->inflight--;
+	}
+	if (rec->sent_ns > p->rack_xmit_ns) {
+		p->rack_xmit_ns = rec->sent_ns;
 	}
 	if (rec->sent_ns > c->rack_xmit_ns) {
-		c->rack_xmit_ns = rec->sent_ns;
+		c->rack_xmit_ns = rec->sent_ns; /* over all paths: what later sends proved */
+	}
+	t->newly[rec->path]++;
+	t->touched |= 1u << rec->path;
+	if (!rec->resent && rec->sent_ns > t->newest_sent[rec->path]) {
+		t->newest_sent[rec->path] = rec->sent_ns;
 	}
 	if (rec->sreq) { /* DATA or MSGERR */
 		struct harp_req *s = rec->sreq;
@@ -221,25 +486,40 @@ static void queue_rtx(struct harp_conn *c, struct tx_rec *rec, uint32_t psn)
 	if (rec->in_pipe) {
 		rec->in_pipe = false;
 		c->inflight--;
+		c->paths[rec->path].inflight--;
 	}
 	c->rtxq[c->rtx_tail++ & (CONN_TXQ - 1)] = psn;
 }
 
-/* RACK: unacked packets sent well before the newest acked one are lost. */
+/*
+ * RACK, per path: unacked packets sent well before the newest one acked on their path are lost.
+ * And across paths, with the largest path RTT as the reordering window: a path that went dark
+ * has no newer acked packet of its own to prove its losses.
+ */
 static void detect_loss(struct harp_conn *c)
 {
-	uint64_t reo_wnd = (uint64_t)(c->rtt.have_sample ? c->rtt.srtt_us / 4 : 1000) * 1000;
-	uint32_t psn, scanned = 0;
+	uint64_t reo_wnd[CONN_MAX_PATHS], reo_conn = 1000000;
+	uint32_t psn, scanned = 0, i;
 
+	for (i = 0; i < c->npaths; i++) {
+		const struct rtt_est *r = &c->paths[i].rtt;
+
+		reo_wnd[i] = (uint64_t)(r->have_sample ? r->srtt_us / 4 : 1000) * 1000;
+		if (c->paths[i].live && r->have_sample && r->srtt_us * 1000ull > reo_conn) {
+			reo_conn = r->srtt_us * 1000ull;
+		}
+	}
 	for (psn = c->snd_una; psn_before(psn, c->highest_acked) && scanned < RACK_SCAN_MAX;
 	     psn++, scanned++) {
 		struct tx_rec *rec = rec_of(c, psn);
+		struct conn_path *p = &c->paths[rec->path];
 
 		if (rec->acked || rec->rtx_queued) {
 			continue;
 		}
-		if (rec->sent_ns + reo_wnd < c->rack_xmit_ns) {
-			cc_on_loss(&c->cc, psn, c->snd_nxt);
+		if (rec->sent_ns + reo_wnd[rec->path] < p->rack_xmit_ns ||
+		    rec->sent_ns + reo_conn < c->rack_xmit_ns) {
+			path_on_loss(c, p, psn);
 			c->stats.fast_retransmits++;
 			queue_rtx(c, rec, psn);
 		}
@@ -257,14 +537,44 @@ static void undo_spurious_timeout(struct harp_conn *c, uint32_t ts_echo)
 	}
 	c->rto_undo_armed = false;
 	if ((int32_t)(ts_echo - c->rto_at_us) < 0) {
-		c->cc = c->cc_before_rto;
+		uint32_t i;
+
+		for (i = 0; i < c->npaths; i++) {
+			c->paths[i].cc = c->cc_before_rto[i];
+		}
 		c->stats.spurious_timeouts++;
+	}
+}
+
+/* Per path: RTT sample, window growth, and the path's proof of life. */
+static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_t now)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->npaths; i++) {
+		struct conn_path *p = &c->paths[i];
+
+		if (!(t->touched & (1u << i))) {
+			continue;
+		}
+		if (t->newest_sent[i] && now > t->newest_sent[i]) {
+			rtt_sample(&p->rtt, (uint32_t)((now - t->newest_sent[i]) / 1000));
+		}
+		p->acked += t->newly[i];
+		if (p->acked > PATH_AGE_ACKED) {
+			p->acked /= 2;
+			p->losses /= 2;
+		}
+		cc_on_ack(&p->cc, t->newly[i], c->snd_una, &p->rtt, now);
+		p->last_ack_ns = now;
+		p->waiting_since_ns = p->inflight ? now : 0;
 	}
 }
 
 static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, uint32_t ts_echo,
 		   uint64_t now)
 {
+	struct ack_tally t;
 	uint32_t newly = 0, i;
 
 	if (psn_before(c->snd_nxt, ack_psn) || !psn_before(c->snd_una, ack_psn + 1)) {
@@ -274,7 +584,12 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 		struct tx_rec *rec = rec_of(c, c->snd_una);
 
 		if (!rec->acked) {
-			ack_rec(c, rec);
+			if (!newly) {
+				t.touched = 0;
+				memset(t.newly, 0, sizeof(t.newly));
+				memset(t.newest_sent, 0, sizeof(t.newest_sent));
+			}
+			ack_rec(c, rec, &t);
 			newly++;
 		}
 		c->snd_una++;
@@ -298,7 +613,12 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 		}
 		rec = rec_of(c, psn);
 		if (!rec->acked) {
-			ack_rec(c, rec);
+			if (!newly) {
+				t.touched = 0;
+				memset(t.newly, 0, sizeof(t.newly));
+				memset(t.newest_sent, 0, sizeof(t.newest_sent));
+			}
+			ack_rec(c, rec, &t);
 			newly++;
 		}
 		if (psn_before(c->highest_acked, psn + 1)) {
@@ -312,7 +632,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 		rtt_sample(&c->rtt, (uint32_t)(now / 1000) - ts_echo);
 		undo_spurious_timeout(c, ts_echo);
 	}
-	cc_on_ack(&c->cc, newly, c->snd_una, &c->rtt, now);
+	paths_on_ack(c, &t, now);
 	c->rto_base_ns = now;
 	c->last_ack_ns = now;
 	detect_loss(c);
@@ -489,10 +809,53 @@ void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now
 
 /* ---- timers ------------------------------------------------------------------------------------ */
 
+/*
+ * A path that has left packets unanswered while packets sent on other paths PATH_RETIRE_RTOS of
+ * its RTOs later have been acked (so the peer is alive and keeping up: not a pause of ours or
+ * its) is a black hole: retire it, send what it holds again elsewhere, and probe for a
+ * replacement. The last live path stays: with nothing to compare it to, silence is the peer's,
+ * and the peer timeout judges that.
+ */
+static void retire_dead_paths(struct harp_conn *c, uint64_t now)
+{
+	uint32_t i, psn;
+
+	for (i = 0; i < c->npaths && c->paths_live > 1; i++) {
+		struct conn_path *p = &c->paths[i];
+		uint64_t limit = (uint64_t)p->rtt.rto_us * 1000 * PATH_RETIRE_RTOS;
+
+		if (limit < PATH_RETIRE_MIN_NS) {
+			limit = PATH_RETIRE_MIN_NS;
+		}
+		if (!p->live || !p->waiting_since_ns ||
+		    c->rack_xmit_ns <= p->waiting_since_ns + limit) {
+			continue;
+		}
+		p->live = false;
+		c->paths_live--;
+		c->stats.paths_retired++;
+		for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
+			struct tx_rec *rec = rec_of(c, psn);
+
+			if (!rec->acked && rec->path == i) {
+				queue_rtx(c, rec, psn);
+			}
+		}
+		p->inflight = 0;
+		pr_debug("conn %u: path %u (ports %u->%u) silent for %llu ms while others deliver; "
+			 "retired, probing for another",
+			 c->id, i, ntohs(p->src_port), ntohs(p->dst_port),
+			 (unsigned long long)((now - p->waiting_since_ns) / 1000000));
+		c->probe.next_ns = now; /* a replacement, at once */
+		c->probe.interval_ns = PROBE_INTERVAL_NS;
+	}
+}
+
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 {
-	uint32_t psn;
+	uint32_t psn, i;
 
+	retire_dead_paths(c, now);
 	if (c->snd_una == c->snd_nxt) {
 		c->rto_base_ns = now;
 		c->last_ack_ns = now;
@@ -521,11 +884,17 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 		}
 	}
 	if (!c->rto_undo_armed) {
-		c->cc_before_rto = c->cc;
+		for (i = 0; i < c->npaths; i++) {
+			c->cc_before_rto[i] = c->paths[i].cc;
+		}
 		c->rto_undo_armed = true;
 	}
 	c->rto_at_us = (uint32_t)(now / 1000);
-	cc_on_timeout(&c->cc, c->snd_nxt);
+	for (i = 0; i < c->npaths; i++) {
+		if (c->paths[i].live) {
+			cc_on_timeout(&c->paths[i].cc, c->snd_nxt);
+		}
+	}
 	rtt_backoff(&c->rtt);
 	c->rto_base_ns = now;
 }
@@ -652,21 +1021,32 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	struct tx_rec *rec;
 	uint32_t psn;
 
+	int path;
+
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
 	}
-	if (c->inflight >= c->cc.cwnd) {
-		return false;
-	}
 	while (c->rtx_head != c->rtx_tail) {
-		psn = c->rtxq[c->rtx_head++ & (CONN_TXQ - 1)];
+		psn = c->rtxq[c->rtx_head & (CONN_TXQ - 1)];
 		rec = rec_of(c, psn);
-		rec->rtx_queued = false;
 		if (rec->acked || psn_before(psn, c->snd_una)) {
+			rec->rtx_queued = false;
+			c->rtx_head++;
 			continue;
 		}
+		path = pick_path(c, rec->path, true); /* another path than the one that lost it */
+		if (path < 0) {
+			return false;
+		}
+		rec->rtx_queued = false;
+		c->rtx_head++;
+		rec->resent = true;
 		c->stats.retransmits++;
 		goto send;
+	}
+	path = pick_path(c, -1, false);
+	if (path < 0) {
+		return false;
 	}
 	if ((uint32_t)(c->snd_nxt - c->snd_una) >= CONN_TXQ - 1) {
 		return false; /* the receiver's window: it remembers CONN_TXQ psns */
@@ -683,9 +1063,16 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 send:
 	rec->sent_ns = now;
 	rec->in_pipe = true;
+	rec->path = (uint8_t)path;
 	c->inflight++;
+	c->paths[path].inflight++;
+	if (!c->paths[path].waiting_since_ns) {
+		c->paths[path].waiting_since_ns = now;
+	}
 	c->stats.tx_packets++;
 	header_of(c, rec, psn, tx, now);
+	tx->src_port = c->paths[path].src_port;
+	tx->dst_port = c->paths[path].dst_port;
 	if (c->ack_due && !c->sacked_pending) {
 		/* The cumulative ack this packet carries says all an ACK would: none is due now. */
 		c->ack_due = false;
@@ -704,10 +1091,20 @@ bool conn_ack_wanted(const struct harp_conn *c, uint64_t now)
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct harp_hdr *h = &tx->h;
+	int path = any_path(c);
 	uint32_t i;
 
-	if (!c->ack_due) {
+	if (!c->ack_due || path < 0) {
 		return false;
+	}
+	tx->src_port = c->paths[path].src_port;
+	tx->dst_port = c->paths[path].dst_port;
+	tx->twin_src_port = tx->twin_dst_port = 0;
+	if (c->ack_now && c->paths_live > 1) {
+		int twin = any_path(c); /* the rotation moved on: another path */
+
+		tx->twin_src_port = c->paths[twin].src_port;
+		tx->twin_dst_port = c->paths[twin].dst_port;
 	}
 	c->ack_due = false;
 	c->ack_now = false;

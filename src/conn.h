@@ -19,6 +19,8 @@
 #define CONN_REQS 512	  /* request objects per connection */
 #define CONN_ACK_EVERY 32 /* reliable packets per ack in order */
 #define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
+#define CONN_MAX_PATHS 32	/* HARP_PATHS at most */
+#define CONN_PROBE_CANDS 64	/* port pairs tried per probe round */
 
 enum req_state {
 	REQ_FREE = 0,
@@ -75,6 +77,8 @@ struct tx_rec {
 	bool acked;
 	bool in_pipe;	 /* counted in inflight */
 	bool rtx_queued; /* on the retransmission queue */
+	uint8_t path;	 /* the path it last went out on */
+	bool resent;	 /* sent more than once: no RTT sample from it (Karn) */
 	uint16_t len;
 	uint32_t rsn;
 	uint32_t tag;
@@ -94,6 +98,37 @@ struct cts_group {
 	uint64_t cap[HARP_RECV_MAX_BUFS];
 	uint32_t tag[HARP_RECV_MAX_BUFS];
 	uint32_t seen_mask;
+};
+
+/*
+ * One path of a connection: a UDP port pair that probing proved to land on the queue of the
+ * peer's engine that owns the connection. Each has its own window, RTT and loss clock, so a
+ * fabric that caps or drops one 5-tuple slows only that path.
+ */
+struct conn_path {
+	uint16_t src_port, dst_port; /* network order */
+	bool live;
+	uint32_t inflight;	 /* packets sent on it and not yet acked or declared lost */
+	struct rtt_est rtt;
+	struct cc cc;
+	uint64_t rack_xmit_ns;	 /* send time of the latest packet acked on this path */
+	uint64_t last_ack_ns;	 /* last ack of a packet sent on it */
+	uint64_t waiting_since_ns; /* oldest send on it not answered by an ack since; 0: none */
+	uint32_t losses;	 /* packets declared lost, for the random-loss judgement */
+	uint32_t acked;		 /* packets acked since the last loss count was aged */
+};
+
+/* The probe round in progress: candidate port pairs sent, and when to try again. */
+struct conn_probe {
+	uint32_t round;
+	uint32_t ncands;
+	uint32_t sent;		/* candidates sent so far in this round */
+	uint64_t next_ns;	/* when the next round may start */
+	uint64_t interval_ns;	/* grows while rounds find nothing */
+	uint64_t first_ns;	/* when probing for the first path began */
+	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
+	uint32_t rng;
+	bool reported_fail;
 };
 
 enum conn_state {
@@ -148,12 +183,22 @@ struct harp_conn {
 	uint64_t rack_xmit_ns;			 /* send time of the latest packet acked */
 	uint32_t highest_acked;			 /* one past the highest psn acked */
 	struct rtt_est rtt;
-	struct cc cc;
-	struct cc cc_before_rto; /* restored if the timeout proves spurious */
+	struct cc cc_before_rto[CONN_MAX_PATHS]; /* restored if the timeout proves spurious */
 	uint32_t rto_at_us;	  /* when the last timeout fired (our ts clock) */
 	bool rto_undo_armed;
 	uint64_t rto_base_ns; /* retransmission timer runs from here */
 	uint64_t last_ack_ns; /* last ack that acknowledged something new */
+	struct conn_path paths[CONN_MAX_PATHS];
+	uint32_t npaths;      /* slots used in paths[] (live or retired) */
+	uint32_t paths_live;
+	uint32_t paths_want;  /* HARP_PATHS */
+	uint32_t cwnd_max;    /* HARP_CWND_MAX: the whole connection's, split over its paths */
+	uint32_t path_rr;     /* rotates pure ACKs and ties over the live paths */
+	uint16_t port_lo;     /* our UDP port range (source ports), host order */
+	uint16_t port_span;
+	uint16_t peer_port_lo; /* the peer's (destination ports), from its hello */
+	uint16_t peer_port_span;
+	struct conn_probe probe;
 	/* receiver */
 	uint32_t rcv_nxt;
 	uint64_t *rcv_bits; /* CONN_TXQ bits: psn received, from rcv_nxt on */
@@ -189,9 +234,13 @@ void conn_fail(struct harp_conn *c, int err);
 /* The peer's final cumulative ack, from its close message on the control channel. */
 void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now);
 
-/* Something to transmit: a reliable packet (new or again), or an ACK. */
+/* Something to transmit: a reliable packet (new or again), an ACK or a PROBE. */
 struct conn_tx {
 	struct harp_hdr h;
+	uint16_t src_port, dst_port; /* the path it takes, network order */
+	/* ACK: an urgent one (the sender waits on it) goes out a second time on this other path,
+	 * so that one dark path cannot stall the connection; 0: only once */
+	uint16_t twin_src_port, twin_dst_port;
 	const uint8_t *payload; /* DATA: h.len bytes from the sender's buffer */
 	uint8_t sack[HARP_SACK_BYTES];
 };
@@ -201,6 +250,23 @@ struct conn_tx {
  * into the sender's buffer).
  */
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
+/*
+ * Paths. conn_paths_init starts probing: rounds of PROBE packets over random port pairs, the
+ * source port within our range and the destination within the peer's, until want paths are live. The peer reports each probe that
+ * reached the connection's engine over the control channel (conn_on_probe_result), and that port
+ * pair becomes a path. conn_add_path adds one directly (tests, and a peer that needs no probing).
+ */
+void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint16_t port_span,
+		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed, uint64_t now);
+int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now);
+void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now);
+/* The next PROBE to send, if a round is under way. */
+bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
+/* No path found for this long: set-up has failed (the caller logs and fails the connection). */
+bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns);
+/* Sum of the live paths' windows. */
+uint32_t conn_cwnd(const struct harp_conn *c);
+
 /* Acks wait for CONN_ACK_EVERY packets or CONN_ACK_DELAY_NS, unless the sender needs them now. */
 bool conn_ack_wanted(const struct harp_conn *c, uint64_t now);
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now);

@@ -28,7 +28,7 @@
 
 #define HANDLE_MAGIC 0x48415250u /* "HARP" */
 #define HANDLE_VERSION 1
-#define HELLO_VERSION 1
+#define HELLO_VERSION 2 /* 2: data paths found by probing (wire version 2) */
 
 /* What a harp_handle holds; the rest of its 128 bytes are zero. */
 struct handle_wire {
@@ -62,7 +62,8 @@ struct hello {
 	uint16_t queue;	  /* HELLO_REQ: queues the connector has; HELLO_OK: the queue chosen */
 	uint16_t mtu;
 	uint16_t refuse_errno;
-	uint8_t reserved[24];
+	uint16_t port_count; /* with udp_port: the sender's UDP range, where its probes may land */
+	uint8_t reserved[22];
 };
 _Static_assert(sizeof(struct hello) == 64, "hello is 64 bytes");
 
@@ -250,7 +251,8 @@ static void hello_fill(struct harp_conn *c, struct hello *h, enum hello_type typ
 	h->token = c->token;
 	h->conn_id = htonl(c->id);
 	h->ipv4 = c->path.src_ip;
-	h->udp_port = htons((uint16_t)(ctx->params.port_base + queue));
+	h->udp_port = htons((uint16_t)ctx->params.port_base);
+	h->port_count = htons((uint16_t)ctx->params.port_count);
 	h->queue = htons((uint16_t)queue);
 	h->mtu = htons((uint16_t)ctx->ip_mtu);
 }
@@ -302,9 +304,11 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 		       s->peer_name);
 		return -EINVAL;
 	}
-	if (ntohs(h->mtu) < 576 || !h->conn_id) {
-		pr_err("setup with %s: nonsense in hello (mtu %u, id %u)", s->peer_name,
-		       ntohs(h->mtu), ntohl(h->conn_id));
+	if (ntohs(h->mtu) < 576 || !h->conn_id || ntohs(h->udp_port) < 1024 || !h->port_count ||
+	    ntohs(h->udp_port) + ntohs(h->port_count) - 1 > 65535) {
+		pr_err("setup with %s: nonsense in hello (mtu %u, id %u, UDP ports %u+%u)",
+		       s->peer_name, ntohs(h->mtu), ntohl(h->conn_id), ntohs(h->udp_port),
+		       ntohs(h->port_count));
 		return -EPROTO;
 	}
 	return 0;
@@ -316,8 +320,9 @@ static void apply_hello(struct harp_conn *c, const struct hello *h)
 	int mtu = ntohs(h->mtu) < c->ctx->ip_mtu ? ntohs(h->mtu) : c->ctx->ip_mtu;
 
 	c->peer_id = ntohl(h->conn_id);
-	c->path.dst_ip = h->ipv4;
-	c->path.dst_port = h->udp_port;
+	c->path.dst_ip = h->ipv4; /* ports: the paths probing finds within the peer's range */
+	c->peer_port_lo = ntohs(h->udp_port);
+	c->peer_port_span = ntohs(h->port_count);
 	c->payload_max = (uint32_t)(mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
 }
 
@@ -547,6 +552,10 @@ int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
 		if (recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT) != sizeof(m)) {
 			return 0;
 		}
+		if (ntohl(m.magic) == CTRL_MAGIC && ntohl(m.type) == CTRL_PATH) {
+			conn_on_probe_result(c, ntohl(m.reserved), ntohl(m.value), now);
+			continue;
+		}
 		if (ntohl(m.magic) != CTRL_MAGIC || ntohl(m.type) != CTRL_CLOSE) {
 			pr_err("conn %u: unknown control message (magic 0x%08x type %u)", c->id,
 			       ntohl(m.magic), ntohl(m.type));
@@ -555,6 +564,22 @@ int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
 		}
 		c->peer_closed = true;
 		conn_on_peer_close(c, ntohl(m.value), now);
+	}
+}
+
+void ctrl_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+{
+	struct ctrl_msg m = {
+		.magic = htonl(CTRL_MAGIC),
+		.type = htonl(CTRL_PATH),
+		.value = htonl(cand),
+		.reserved = htonl(round),
+	};
+
+	/* 16 bytes on a socket that carries a few dozen per connection: it has room; if not, the
+	 * peer's next probe round asks again */
+	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+		pr_debug("conn %u: a probe report could not be sent: %s", c->id, strerror(errno));
 	}
 }
 

@@ -5,6 +5,7 @@
  * allocation here; the only system calls are one sendto() per TX batch (copy mode asks for it)
  * and a zero-timeout epoll_wait() on the control sockets every few milliseconds.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue)
 static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
 {
 	e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = NULL;
+	steer_probe_forget(&e->ctx->steer, c->id, c->token);
 	epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
 	conn_destroy(c);
 }
@@ -160,7 +162,19 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 	c = e->by_slot[p.h.conn_id & (HARP_MAX_CONNS - 1)];
 	if (!c || c->id != p.h.conn_id || c->token != p.h.token ||
 	    atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		if (p.h.type == HARP_PKT_PROBE) {
+			/* a port pair that hashes to this queue, not the connection's: the prober
+			 * hears nothing of it and does not use it */
+			e->stats.rx_probes_elsewhere++;
+			return;
+		}
 		e->stats.rx_unknown_conn++;
+		return;
+	}
+	if (p.h.type == HARP_PKT_PROBE) {
+		/* this port pair reaches the connection's engine: tell the prober */
+		e->stats.rx_probes++;
+		ctrl_send_path(c, p.h.rsn, p.h.tag);
 		return;
 	}
 	conn_on_packet(c, &p, now);
@@ -217,6 +231,7 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 		   const struct conn_tx *tx)
 {
 	struct xsk_port *p = &e->port;
+	struct wire_path path = c->path;
 	struct xdp_desc *d;
 	uint64_t addr;
 	uint8_t *frame;
@@ -233,7 +248,9 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 	}
 	d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used++);
 	d->addr = addr;
-	d->len = wire_build(frame, &c->path, &tx->h, body, c->ip_id++);
+	path.src_port = tx->src_port;
+	path.dst_port = tx->dst_port;
+	d->len = wire_build(frame, &path, &tx->h, body, c->ip_id++);
 	d->options = 0;
 	e->stats.tx_packets++;
 	return true;
@@ -254,6 +271,12 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 		if (tx_room(b) && conn_make_ack(c, &tx, now)) {
 			if (!tx_put(e, b, c, &tx)) {
 				c->ack_due = true; /* no frame free: ack next round */
+				continue;
+			}
+			if (tx.twin_src_port && tx_room(b)) {
+				tx.src_port = tx.twin_src_port;
+				tx.dst_port = tx.twin_dst_port;
+				tx_put(e, b, c, &tx); /* best effort: the first copy is out */
 			}
 		}
 	}
@@ -272,6 +295,11 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 		for (c = e->conns; c && tx_room(b); c = c->next_active) {
 			int burst = 0;
 
+			while (tx_room(b) && e->port.pool.free && conn_next_probe(c, &tx, now)) {
+				if (!tx_put(e, b, c, &tx)) {
+					break;
+				}
+			}
 			while (burst < CONN_BURST && tx_room(b) && e->port.pool.free &&
 			       conn_next_tx(c, &tx, now)) {
 				if (!tx_put(e, b, c, &tx)) {
@@ -335,6 +363,45 @@ static void reap_closed(struct harp_engine *e)
 	}
 }
 
+static void queue_list(char *out, size_t len, uint64_t bits)
+{
+	size_t used = 0;
+	int q;
+
+	out[0] = '\0';
+	for (q = 0; q < 64 && used < len; q++) {
+		if (bits & (1ull << q)) {
+			used += (size_t)snprintf(out + used, len - used, "%s%d", used ? "," : "", q);
+		}
+	}
+	if (!used) {
+		snprintf(out, len, "none");
+	}
+}
+
+/* No port pair reached the peer's engine in HARP_CONNECT_TIMEOUT_MS: say why, as far as we can. */
+static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t now)
+{
+	uint64_t limit = (uint64_t)e->ctx->params.connect_timeout_ms * 1000000ull;
+	char seen[160];
+
+	if (!conn_paths_hopeless(c, now, limit)) {
+		return;
+	}
+	/* The peer's probes for this connection, as our XDP program recorded them, usually fail
+	 * the same way ours did. */
+	queue_list(seen, sizeof(seen), steer_probe_queues(&e->ctx->steer, c->id, c->token));
+	pr_err("conn %u: none of %llu probes over random UDP port pairs reached the engine of peer "
+	       "%s that owns this connection within HARP_CONNECT_TIMEOUT_MS=%d; here, the peer's "
+	       "probes arrived on rx queue(s) %s of %s while this connection's engine runs queue %d "
+	       "(a queue without a harp socket, or another process's: let harp run on every queue "
+	       "the NIC hashes to, see HARP_QUEUES)",
+	       c->id, (unsigned long long)c->stats.probes_sent,
+	       inet_ntoa((struct in_addr){ c->path.dst_ip }), e->ctx->params.connect_timeout_ms,
+	       seen, e->ctx->ifi.name, e->queue);
+	conn_fail(c, -EHOSTUNREACH);
+}
+
 static void timers_and_control(struct harp_engine *e, uint64_t now)
 {
 	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
@@ -342,15 +409,22 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	struct harp_conn *c;
 	int n, i;
 
+	e->probing = 0;
 	for (c = e->conns; c; c = c->next_active) {
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
 			if (conn_ack_wanted(c, now)) {
 				ack_list_add(e, c); /* a delayed ack whose time has come */
 			}
+			if (!c->paths_live) {
+				e->probing++;
+				check_probing(e, c, now);
+			}
 		}
 	}
-	if (now < e->next_ctrl_ns) {
+	/* A connection waiting for its first path waits for the peer's report on the control
+	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
+	if (now < e->next_ctrl_ns && !e->probing) {
 		return;
 	}
 	e->next_ctrl_ns = now + CTRL_PERIOD_NS;

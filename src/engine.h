@@ -28,6 +28,7 @@ struct harp_engine {
 	struct harp_conn *ack_list;
 	int epfd; /* control sockets of adopted connections */
 	uint64_t next_ctrl_ns;
+	uint32_t probing; /* connections without a path yet: control sockets read every pass */
 	_Atomic uint64_t last_run_ns; /* when a pass last began (the keeper reads it) */
 	uint32_t rng;
 	struct harp_queue_stats stats;
@@ -75,6 +76,7 @@ void ctx_free_id(struct harp_ctx *ctx, uint32_t id);
 #define CTRL_MAGIC 0x48525043u /* "HRPC" */
 enum ctrl_msg_type {
 	CTRL_CLOSE = 1, /* value: the sender's rcv_nxt, its final cumulative ack */
+	CTRL_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
 };
 struct ctrl_msg {
 	uint32_t magic;
@@ -86,6 +88,8 @@ _Static_assert(sizeof(struct ctrl_msg) == 16, "control message is 16 bytes");
 
 /* Reads what the peer said on the control channel; 0, or -ECONNRESET when it is gone. */
 int ctrl_poll_conn(struct harp_conn *c, uint64_t now);
+/* Tells the peer that its probe (round, candidate) reached this connection's engine. */
+void ctrl_send_path(struct harp_conn *c, uint32_t round, uint32_t cand);
 /* Tells the peer we close, with our final cumulative ack. */
 void ctrl_send_close(struct harp_conn *c);
 /* Frees a connection's set-up state and closes its control socket. */

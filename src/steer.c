@@ -12,6 +12,8 @@
  * (as on kernels in lockdown) libxdp attaches the program alone. Either way the program's port
  * range is entry 0 of its harp_config map.
  */
+#include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -179,6 +181,7 @@ static void steer_reset(struct steer *s)
 	s->xsks_map_fd = -1;
 	s->counters_fd = -1;
 	s->config_fd = -1;
+	s->probe_map_fd = -1;
 	s->lock_fd = -1;
 }
 
@@ -225,6 +228,7 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 {
 	struct harp_xdp_config cfg;
 	__u32 key = 0, drv_id, skb_id;
+	char path[PATH_MAX];
 	int err;
 
 	err = s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
@@ -277,6 +281,17 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 		       "(HARP_CONF), or run harp-attach up with --port-base/--port-count",
 		       ifname, cfg.port_lo, cfg.port_hi, port_lo, port_hi);
 		goto err;
+	}
+	/* A program pinned by an older harp-attach records no probes: paths still work (probes
+	 * are steered like any harp packet), only the diagnosis of a failed probe is poorer. */
+	if (snprintf(path, sizeof(path), "%s/probe_queues", dir) >= (int)sizeof(path)) {
+		path[0] = '\0';
+	}
+	s->probe_map_fd = bpf_obj_get(path);
+	if (s->probe_map_fd < 0) {
+		pr_info("steer: %s is missing (harp-attach older than probing): probes that miss "
+			"a queue will not be diagnosed; run `harp-attach up %s` again to fix",
+			path, ifname);
 	}
 	s->pinned = true;
 	s->ifindex = ifindex;
@@ -351,6 +366,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	bpf_map__set_pin_path(s->skel->maps.xsks_map, NULL);
 	bpf_map__set_pin_path(s->skel->maps.counters, NULL);
 	bpf_map__set_pin_path(s->skel->maps.harp_config, NULL);
+	bpf_map__set_pin_path(s->skel->maps.probe_queues, NULL);
 	s->prog = xdp_program__from_bpf_obj(s->skel->obj, "xdp");
 	err = libxdp_get_error(s->prog);
 	if (err) {
@@ -370,6 +386,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	s->xsks_map_fd = bpf_map__fd(s->skel->maps.xsks_map);
 	s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 	s->config_fd = bpf_map__fd(s->skel->maps.harp_config);
+	s->probe_map_fd = bpf_map__fd(s->skel->maps.probe_queues);
 	err = write_config(s, ifname, port_lo, port_hi);
 	if (err) {
 		xdp_program__detach(s->prog, ifindex, mode, 0);
@@ -400,6 +417,7 @@ void steer_detach(struct steer *s)
 		close_fd(&s->xsks_map_fd);
 		close_fd(&s->counters_fd);
 		close_fd(&s->config_fd);
+		close_fd(&s->probe_map_fd);
 		steer_reset(s);
 		return;
 	}
@@ -418,7 +436,8 @@ int steer_counters(const struct steer *s, struct harp_queue_stats *st)
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t vals[512];
 	uint64_t *sums[HARP_XDP_COUNTER_MAX] = {
-		&st->xdp_steered, &st->xdp_passed, &st->xdp_no_socket,
+		&st->xdp_steered, &st->xdp_passed,	 &st->xdp_no_socket,
+		&st->xdp_probes,  &st->xdp_probe_no_socket,
 	};
 	uint32_t key;
 	int cpu;
@@ -428,6 +447,9 @@ int steer_counters(const struct steer *s, struct harp_queue_stats *st)
 	}
 	for (key = 0; key < HARP_XDP_COUNTER_MAX; key++) {
 		if (bpf_map_lookup_elem(s->counters_fd, &key, vals)) {
+			if (errno == ENOENT && key >= HARP_XDP_PROBES) {
+				continue; /* a program pinned before probes existed */
+			}
 			return -errno;
 		}
 		*sums[key] = 0;
@@ -436,4 +458,24 @@ int steer_counters(const struct steer *s, struct harp_queue_stats *st)
 		}
 	}
 	return 0;
+}
+
+uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token)
+{
+	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
+	uint64_t seen = 0;
+
+	if (s->probe_map_fd < 0 || bpf_map_lookup_elem(s->probe_map_fd, &key, &seen)) {
+		return 0;
+	}
+	return seen;
+}
+
+void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token)
+{
+	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
+
+	if (s->probe_map_fd >= 0) {
+		(void)bpf_map_delete_elem(s->probe_map_fd, &key); /* absent is fine */
+	}
 }

@@ -14,6 +14,7 @@ struct steer {
 	int ifindex;
 	int xdp_mode; /* enum xdp_attach_mode it was attached with */
 	int xsks_map_fd, counters_fd, config_fd;
+	int probe_map_fd; /* where probes arrived; -1 with a program older than probes */
 	int lock_fd; /* flock held while attached: one harp per interface */
 	bool pinned; /* harp-attach's program and maps: nothing of ours to detach */
 };
@@ -25,7 +26,14 @@ struct steer {
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
 		 uint16_t port_hi, const struct harp_params *params);
 void steer_detach(struct steer *s);
-/* Sums the per-CPU counters into st's xdp_steered/passed/no_socket. */
+/* Sums the per-CPU counters into st's xdp_steered/passed/no_socket/probes. */
 int steer_counters(const struct steer *s, struct harp_queue_stats *st);
+/*
+ * The rx queues (bit q: queue q) on which the XDP program saw probes naming this connection (id
+ * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them.
+ */
+uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token);
+/* Forgets a connection's record (it closed). */
+void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token);
 
 #endif

@@ -197,6 +197,7 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 		return h->len == HARP_SACK_BYTES ? WIRE_OK : WIRE_ERR_LEN;
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
+	case HARP_PKT_PROBE:
 		return h->len == 0 ? WIRE_OK : WIRE_ERR_LEN;
 	default:
 		return WIRE_ERR_TYPE;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define HARP_WIRE_VERSION 1
+#define HARP_WIRE_VERSION 2
 #define HARP_ETH_HLEN 14
 #define HARP_VLAN_HLEN 4
 #define HARP_IP4_HLEN 20
@@ -27,7 +27,8 @@ enum harp_pkt_type {
 	HARP_PKT_ACK = 2,    /* unreliable: cumulative and selective acknowledgement */
 	HARP_PKT_CTS = 3,    /* reliable: a posted receive buffer (clear to send) */
 	HARP_PKT_MSGERR = 4, /* reliable: a message that did not fit its receive buffer */
-	HARP_PKT_TYPE_MAX = 4,
+	HARP_PKT_PROBE = 5,  /* unreliable: does this port pair reach the connection's queue? */
+	HARP_PKT_TYPE_MAX = 5,
 };
 
 /* Every packet carries this, after the UDP header. */
@@ -42,8 +43,8 @@ struct harp_hdr {
 	uint32_t ack_psn; /* every packet: all psn before this have arrived */
 	uint32_t ts;	  /* sender's clock, microseconds (truncated) */
 	uint32_t ts_echo; /* ACK: ts of the packet being acknowledged, for the RTT */
-	uint32_t rsn;	  /* DATA/CTS/MSGERR: sequence number of the receive */
-	uint32_t tag;	  /* DATA/CTS: the message's tag */
+	uint32_t rsn;	  /* DATA/CTS/MSGERR: sequence number of the receive; PROBE: round */
+	uint32_t tag;	  /* DATA/CTS: the message's tag; PROBE: candidate within the round */
 	uint64_t msg_len; /* DATA: message length; CTS: buffer capacity; MSGERR: rejected length */
 	uint64_t offset;  /* DATA: this payload's byte offset in the message */
 	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */

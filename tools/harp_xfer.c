@@ -550,6 +550,7 @@ static void report(struct run *r, double secs, int rc)
 	struct harp_queue_stats qs, qsum = { 0 };
 	struct harp_ctx_info info;
 	struct rusage ru;
+	uint32_t paths_min = UINT32_MAX, paths_max = 0;
 	double cpu;
 	int i;
 
@@ -564,6 +565,11 @@ static void report(struct run *r, double secs, int rc)
 			sum.cwnd = cs.cwnd;
 			sum.srtt_us = cs.srtt_us;
 			sum.rto_us = cs.rto_us;
+			sum.paths_retired += cs.paths_retired;
+			sum.probes_sent += cs.probes_sent;
+			sum.random_losses += cs.random_losses;
+			paths_min = cs.paths < paths_min ? cs.paths : paths_min;
+			paths_max = cs.paths > paths_max ? cs.paths : paths_max;
 		}
 	}
 	for (i = 0; i < r->o.queues; i++) {
@@ -578,6 +584,9 @@ static void report(struct run *r, double secs, int rc)
 			qsum.tx_ring_full += qs.tx_ring_full;
 			qsum.xdp_steered = qs.xdp_steered;
 			qsum.xdp_no_socket = qs.xdp_no_socket;
+			qsum.xdp_probes = qs.xdp_probes;
+			qsum.xdp_probe_no_socket = qs.xdp_probe_no_socket;
+			qsum.rx_probes += qs.rx_probes;
 		}
 	}
 	harp_ctx__info(r->ctx, &info);
@@ -609,6 +618,12 @@ static void report(struct run *r, double secs, int rc)
 	       qsum.xdp_rx_ring_full, qsum.xdp_rx_fill_ring_empty, qsum.tx_ring_full);
 	printf("xdp_steered=%" PRIu64 "\nxdp_no_socket=%" PRIu64 "\n", qsum.xdp_steered,
 	       qsum.xdp_no_socket);
+	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\nprobes_sent=%" PRIu64
+	       "\nrx_probes=%" PRIu64 "\nxdp_probes=%" PRIu64 "\nxdp_probe_no_socket=%" PRIu64
+	       "\nrandom_losses=%" PRIu64 "\n",
+	       paths_min == UINT32_MAX ? 0 : paths_min, paths_max, (uint64_t)sum.paths_retired,
+	       sum.probes_sent, qsum.rx_probes, qsum.xdp_probes, qsum.xdp_probe_no_socket,
+	       sum.random_losses);
 	fflush(stdout);
 }
 

@@ -109,6 +109,10 @@ struct harp_queue_stats {
 	uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_tx_invalid_descs;
 	uint64_t xdp_rx_ring_full, xdp_rx_fill_ring_empty, xdp_tx_ring_empty;
 	uint64_t xdp_steered, xdp_passed, xdp_no_socket; /* the XDP program's counters */
+	uint64_t xdp_probes;	      /* path probes the program saw, on any queue */
+	uint64_t xdp_probe_no_socket; /* of those, on a queue with no socket (dropped) */
+	uint64_t rx_probes;	      /* probes that reached their connection's engine */
+	uint64_t rx_probes_elsewhere; /* probes of a connection another engine owns: ignored */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 
@@ -165,6 +169,10 @@ struct harp_conn_stats {
 	uint32_t cwnd;			/* packets */
 	uint32_t srtt_us, rto_us;
 	int queue;
+	uint32_t paths;		/* paths (UDP port pairs) in use now */
+	uint32_t paths_retired; /* paths given up for not delivering */
+	uint64_t probes_sent;	/* path probes sent */
+	uint64_t random_losses; /* losses judged random (no queueing, low rate): window kept */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

@@ -21,6 +21,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* unshare() */
 #endif
+#include <endian.h>
 #include <errno.h>
 #include <net/if.h>
 #include <sched.h>
@@ -687,6 +688,98 @@ static void test_live_redirect(void **state)
 	__atomic_store_n((uint32_t *)(x->rx + x->off.rx.consumer), cons + 1, __ATOMIC_RELEASE);
 }
 
+/* Runs f on queue, expects verdict, and that exactly the counters in `bumped` rose by one. */
+static void run_probe(const char *name, const struct frame *f, uint32_t queue, uint32_t verdict,
+		      uint32_t bumped)
+{
+	uint8_t out[sizeof(f->b) + 64];
+	struct xdp_md md = { .data_end = f->len, .ingress_ifindex = (uint32_t)env.ifindex,
+			     .rx_queue_index = queue };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f->b, .data_size_in = f->len,
+		    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &md,
+		    .ctx_size_in = sizeof(md), .repeat = 1);
+	uint64_t before[HARP_XDP_COUNTER_MAX], after[HARP_XDP_COUNTER_MAX];
+	int err, i;
+
+	counters_read(before);
+	err = bpf_prog_test_run_opts(env.prog_fd, &opts);
+	if (err) {
+		fail_msg("%s: BPF_PROG_TEST_RUN: %s", name, strerror(-err));
+	}
+	if (opts.retval != verdict) {
+		fail_msg("%s: verdict %u, expected %u", name, opts.retval, verdict);
+	}
+	counters_read(after);
+	for (i = 0; i < HARP_XDP_COUNTER_MAX; i++) {
+		uint64_t want = before[i] + !!(bumped & (1u << i));
+
+		if (after[i] != want) {
+			fail_msg("%s: counter %d went %llu -> %llu", name, i,
+				 (unsigned long long)before[i], (unsigned long long)after[i]);
+		}
+		env.expect[i] += !!(bumped & (1u << i));
+	}
+}
+
+/* A harp header's first 16 bytes as the UDP payload: version, type, conn_id, token. */
+static void make_probe(struct frame *f, uint8_t version, uint8_t type, uint32_t conn_id,
+		       uint64_t token)
+{
+	struct shape s = IP4_UDP(PORT_LO + 3);
+	struct harp_xdp_hdr_min h = { .version = version, .type = type };
+
+	frame_build(f, &s);
+	h.conn_id = htonl(conn_id);
+	h.token = htobe64(token);
+	_Static_assert(sizeof(h) == 16, "the frame's UDP payload is 16 bytes");
+	memcpy(f->b + f->len - sizeof(h), &h, sizeof(h));
+}
+
+static uint64_t probe_queues_of(uint32_t conn_id, uint64_t token)
+{
+	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
+	uint64_t seen = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(env.skel->maps.probe_queues), &key, &seen)) {
+		return 0;
+	}
+	return seen;
+}
+
+/*
+ * Probes: the program records the queue each arrived on, per connection, whether or not that
+ * queue has a socket; one with a socket is steered as usual, one without is dropped (nobody
+ * could answer it). Anything else that only resembles a probe is steered untouched.
+ */
+static void test_probes(void **state)
+{
+	const uint32_t probes = 1u << HARP_XDP_PROBES, steered = 1u << HARP_XDP_STEERED;
+	const uint32_t dropped = 1u << HARP_XDP_PROBE_NO_SOCKET;
+	struct frame f;
+
+	(void)state;
+	assert_int_equal(probe_queues_of(0x1234, 0xfeedfacecafef00dull), 0);
+	make_probe(&f, HARP_XDP_WIRE_VERSION, HARP_XDP_PKT_PROBE, 0x1234, 0xfeedfacecafef00dull);
+	run_probe("probe, queue with socket", &f, Q_SOCKET, XDP_REDIRECT, probes | steered);
+	assert_int_equal(probe_queues_of(0x1234, 0xfeedfacecafef00dull), 1ull << Q_SOCKET);
+	run_probe("probe, queue without socket", &f, Q_EMPTY, XDP_DROP, probes | dropped);
+	assert_int_equal(probe_queues_of(0x1234, 0xfeedfacecafef00dull),
+			 1ull << Q_SOCKET | 1ull << Q_EMPTY);
+	/* another connection (same id, other token) has its own record */
+	make_probe(&f, HARP_XDP_WIRE_VERSION, HARP_XDP_PKT_PROBE, 0x1234, 1);
+	run_probe("probe of another connection", &f, Q_EMPTY, XDP_DROP, probes | dropped);
+	assert_int_equal(probe_queues_of(0x1234, 1), 1ull << Q_EMPTY);
+	/* not probes: other types, other versions */
+	make_probe(&f, HARP_XDP_WIRE_VERSION, 1, 0x99, 7);
+	run_probe("DATA", &f, Q_SOCKET, XDP_REDIRECT, steered);
+	make_probe(&f, 1, HARP_XDP_PKT_PROBE, 0x99, 7);
+	run_probe("version 1 'probe'", &f, Q_SOCKET, XDP_REDIRECT, steered);
+	make_probe(&f, HARP_XDP_WIRE_VERSION, 1, 0x99, 7);
+	run_probe("DATA, queue without socket", &f, Q_EMPTY, XDP_PASS,
+		  1u << HARP_XDP_NO_SOCKET);
+	assert_int_equal(probe_queues_of(0x99, 7), 0);
+}
+
 static void test_counter_totals(void **state)
 {
 	uint64_t sums[HARP_XDP_COUNTER_MAX];
@@ -701,6 +794,8 @@ static void test_counter_totals(void **state)
 	assert_true(env.expect[HARP_XDP_STEERED] > 0);
 	assert_true(env.expect[HARP_XDP_PASSED] > 0);
 	assert_true(env.expect[HARP_XDP_NO_SOCKET] > 0);
+	assert_true(env.expect[HARP_XDP_PROBES] > 0);
+	assert_true(env.expect[HARP_XDP_PROBE_NO_SOCKET] > 0);
 }
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
@@ -738,6 +833,7 @@ static int env_setup(void)
 	bpf_map__set_pin_path(env.skel->maps.xsks_map, NULL);
 	bpf_map__set_pin_path(env.skel->maps.counters, NULL);
 	bpf_map__set_pin_path(env.skel->maps.harp_config, NULL);
+	bpf_map__set_pin_path(env.skel->maps.probe_queues, NULL);
 	err = harp_xdp__load(env.skel);
 	if (err) {
 		fprintf(stderr, "%sload harp_xdp: %s\n", err == -EPERM ? "skip: " : "",
@@ -812,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_socket_removed),
 		cmocka_unit_test(test_live_redirect),
+		cmocka_unit_test(test_probes),
 		cmocka_unit_test(test_counter_totals),
 	};
 	int rc;

@@ -152,7 +152,7 @@ fi
 
 ha "$ns_a" up "$xa" --hugepages off
 want "up attaches, pins and ends with one line" 0 "^harp-attach: up: $xa \(native XDP, 1 queue\); UDP ports 47000-47063; maps in $pins/<ifname>; hugepages left alone"
-for m in xsks_map counters harp_config; do
+for m in xsks_map counters harp_config probe_queues; do
 	[[ -e $pins/$xa/$m ]] || fail_case "up pinned $pins/$xa/$m" "missing"
 done
 if grep -qx "HARP_IFNAME==$xa" "$conf" && grep -qx "HARP_PIN_ROOT=$pins" "$conf" &&

@@ -141,6 +141,7 @@ static void check_accepted(const uint8_t *data, size_t size)
 		break;
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
+	case HARP_PKT_PROBE:
 		CHECK(p.h.len == 0);
 		break;
 	default:

@@ -136,5 +136,11 @@ int main(int argc, char **argv)
 	h.nbufs = 0;
 	h.msg_len = 5u << 20;
 	err |= seed(argv[1], "msgerr", &h, 0);
+
+	h.type = HARP_PKT_PROBE;
+	h.msg_len = 0;
+	h.rsn = 2;
+	h.tag = 17;
+	err |= seed(argv[1], "probe", &h, 0);
 	return err ? 1 : 0;
 }

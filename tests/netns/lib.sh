@@ -4,7 +4,9 @@
 # Topologies for harp's network-namespace and fault tests; sourced, never run.
 #
 #   topo_pair MTU QUEUES   A <-veth-> B, one /24
-#   topo_hop MTU QUEUES    A <-veth-> M <-veth-> B, two /24s, M forwards
+#   topo_hop MTU QUEUES [pinned]  A <-veth-> M <-veth-> B, two /24s, M forwards; M's flow
+#                          hash picks each packet's queue towards A or B, as a NIC's RSS does
+#                          (pinned: M keeps the queue a packet came in on instead)
 #   hop_impair PROFILE     impair UDP forwarded by M, both directions (see hop_impair)
 #   topo_bridge N MTU QUEUES  N ranks R0..R(N-1), each on its own veth to a bridge in M, one /24
 #   hop_fabric FLOW AGG BUCKETS PPM  a cloud-like fabric on M (see hop_fabric)
@@ -21,9 +23,15 @@
 # Why impairments live on M: AF_XDP transmit bypasses the sender's qdisc and XDP runs before tc on
 # the receiver, so only a forwarding hop sees every packet harp sends. M's veth ends get the same
 # queue count as A's and B's because attaching XDP to a veth needs its rx queues >= the peer's tx
-# queues. With more than one queue, M also records each packet's queue on the way in
-# (keep_queue.bpf.c), so what A sends on queue q leaves M on queue q and reaches B's queue q, as
-# between two NICs with flow steering. Every veth end is created straight inside its namespace,
+# queues. With more than one queue, M's kernel picks the queue a forwarded packet leaves on by
+# its flow hash of the 5-tuple (seeded at random per boot): as unknowable to harp as a real NIC's
+# RSS, which is what multi-queue tests must face. For that, M clears the queue number veth
+# leaves on each packet (rss_queue.bpf.c): left there, it would decide the queue instead of the
+# hash (A's tx queue q reaching B's queue q - 1), which no NIC does. Only `topo_hop MTU QUEUES pinned` records each
+# packet's queue on the way in (keep_queue.bpf.c), so what A sends on queue q reaches B's queue
+# q, as between two NICs with symmetric flow steering; no CI test needs that any more (harp
+# probes for port pairs that reach its queue), it stays for experiments that compare the two.
+# Every veth end is created straight inside its namespace,
 # so the root namespace never sees the names.
 
 # Defaults of the impairments; the environment may override them for experiments.
@@ -32,9 +40,11 @@
 : "${HARP_IMPAIR_SLOW_RATE:=100mbit}"  # reorder: rate of the slow lane a quarter of UDP takes
 : "${HARP_IMPAIR_SLOW_LIMIT:=300}"     # reorder: packets the slow lane queues
 : "${HARP_IMPAIR_CORRUPT_OFFSET:=24}"  # corrupt: byte (from the UDP header) that gets inverted
+# fabric: the rate each flow class is guaranteed (4096 buckets of it stay well under any AGG)
+: "${FABRIC_FLOW_RATE:=100kbit}"
 # harp refuses unknown HARP_* variables in its environment; these are ours, not harp's.
 export -n HARP_IMPAIR_RATECAP HARP_IMPAIR_RATECAP_LIMIT HARP_IMPAIR_SLOW_RATE \
-	HARP_IMPAIR_SLOW_LIMIT HARP_IMPAIR_CORRUPT_OFFSET
+	HARP_IMPAIR_SLOW_LIMIT HARP_IMPAIR_CORRUPT_OFFSET FABRIC_FLOW_RATE
 
 # This machine's node profile (harp-attach up writes /etc/harp/harp.conf) must not change what
 # the tests run: they say everything they mean in the environment.
@@ -171,9 +181,9 @@ topo_pair() {
 	topo_log "pair $ns_a/$if_a $ip_a <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues"
 }
 
-# topo_hop MTU QUEUES: A - M - B, A in 198.18.x.0/24 and B in 198.19.x.0/24, M routes.
+# topo_hop MTU QUEUES [pinned]: A - M - B, A in 198.18.x.0/24 and B in 198.19.x.0/24, M routes.
 topo_hop() {
-	local mtu=$1 queues=$2
+	local mtu=$1 queues=$2 steer=${3:-hashed}
 	topo_need_root || return
 	topo_check_args "$mtu" "$queues" || return
 	ns_a="${topo_prefix}a" ns_b="${topo_prefix}b" ns_m="${topo_prefix}m"
@@ -193,24 +203,39 @@ topo_hop() {
 	ns_exec "$ns_m" sysctl -qw net.ipv4.ip_forward=1
 	ns_exec "$ns_a" ip route add "198.19.$topo_net.0/24" via "$ip_ma" dev "$if_a"
 	ns_exec "$ns_b" ip route add "198.18.$topo_net.0/24" via "$ip_mb" dev "$if_b"
-	if ((queues > 1)); then
-		topo_keep_queue "$if_ma"
-		topo_keep_queue "$if_mb"
-	fi
+	case $steer in
+	hashed)
+		if ((queues > 1)); then
+			topo_tc_queue "$if_ma" rss_queue
+			topo_tc_queue "$if_mb" rss_queue
+		fi
+		;;
+	pinned)
+		if ((queues > 1)); then
+			topo_tc_queue "$if_ma" keep_queue
+			topo_tc_queue "$if_mb" keep_queue
+		fi
+		;;
+	*)
+		topo_log "topo_hop: queue steering '$steer' is neither hashed nor pinned"
+		return 2
+		;;
+	esac
 	topo_wait_ping "$ns_a" "$ip_b"
 	topo_wait_ping "$ns_b" "$ip_a"
-	topo_log "hop $ns_a/$if_a $ip_a <-> $ns_m <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues"
+	topo_log "hop $ns_a/$if_a $ip_a <-> $ns_m <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues" \
+		"($steer queues)"
 }
 
-# topo_keep_queue DEV: M's DEV records the queue a packet arrived on, so forwarding sends it out
-# of the same queue number (see keep_queue.bpf.c; compiled here, once per run).
-topo_keep_queue() {
-	local dev=$1 obj="${TMPDIR:-/tmp}/harp-keep-queue.$$.o"
+# topo_tc_queue DEV PROG: PROG (keep_queue: forward out of the queue a packet came in on;
+# rss_queue: out of the queue the flow hash picks) on M's DEV ingress; compiled once per run.
+topo_tc_queue() {
+	local dev=$1 prog=$2 obj="${TMPDIR:-/tmp}/harp-$2.$$.o"
 	if [[ ! -e $obj ]]; then
 		local arch
 		arch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
 		clang -O2 -g -Wall -target bpf -I"/usr/include/$arch" \
-			-c "$topo_dir/keep_queue.bpf.c" -o "$obj"
+			-c "$topo_dir/$prog.bpf.c" -o "$obj"
 		topo_files="$topo_files $obj"
 	fi
 	ns_exec "$ns_m" tc qdisc add dev "$dev" clsact
@@ -369,7 +394,10 @@ topo_bridge() {
 }
 
 # fabric_tc DEV FLOW AGG BUCKETS: htb on M's egress DEV: BUCKETS classes 1:100.. (hex) capped at
-# FLOW each, all of them sharing AGG. hop_fabric's nft rule puts each TCP or UDP packet in the
+# FLOW each, all of them sharing AGG. Each flow class guarantees itself only a token rate
+# (FABRIC_FLOW_RATE) and reaches FLOW by borrowing from the AGG parent: an htb class within its
+# own rate never borrows, so with rate = FLOW the total would bind only while AGG / FLOW flows or
+# fewer are busy, and many flows together would pass far more than AGG. hop_fabric's nft rule puts each TCP or UDP packet in the
 # class its 5-tuple hashes to (this kernel has no flow classifier, and htb takes a class from
 # skb->priority); what it does not place (ARP, ICMP) takes class 1:2.
 fabric_tc() {
@@ -379,10 +407,10 @@ fabric_tc() {
 	{
 		echo "qdisc add dev $dev root handle 1: htb default 2"
 		echo "class add dev $dev parent 1: classid 1:1 htb rate $agg ceil $agg $shape"
-		echo "class add dev $dev parent 1:1 classid 1:2 htb rate $flow ceil $flow $shape"
+		echo "class add dev $dev parent 1:1 classid 1:2 htb rate $FABRIC_FLOW_RATE ceil $flow $shape"
 		for ((i = 0; i < buckets; i++)); do
 			printf 'class add dev %s parent 1:1 classid 1:%x htb rate %s ceil %s %s\n' \
-				"$dev" $((0x100 + i)) "$flow" "$flow" "$shape"
+				"$dev" $((0x100 + i)) "$FABRIC_FLOW_RATE" "$flow" "$shape"
 		done
 	} | ns_exec "$ns_m" tc -batch -
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <arpa/inet.h>
 
 #include "conn.h"
 
@@ -24,6 +25,7 @@
 
 struct pkt {
 	struct harp_hdr h;
+	uint16_t src_port, dst_port; /* the path it took, network order */
 	uint8_t body[PAYLOAD > HARP_SACK_BYTES ? PAYLOAD : HARP_SACK_BYTES];
 };
 
@@ -49,6 +51,7 @@ static void conn_init(struct harp_conn *c, uint32_t id, uint32_t peer_id, uint64
 	assert_int_equal(conn_alloc_state(c, 1024), 0);
 	atomic_store(&c->state, CONN_READY);
 	conn_start(c, now);
+	assert_int_equal(conn_add_path(c, htons(47000), htons(47000), now), 0);
 }
 
 static int setup(void **state)
@@ -132,6 +135,8 @@ static void wire_put(struct wire *w, const struct conn_tx *tx)
 	assert_true(w->n < WIRE_MAX);
 	k = &w->p[w->n++];
 	k->h = tx->h;
+	k->src_port = tx->src_port;
+	k->dst_port = tx->dst_port;
 	if (tx->h.type == HARP_PKT_ACK) {
 		memcpy(k->body, tx->sack, HARP_SACK_BYTES);
 	} else if (tx->h.len) {
@@ -153,6 +158,11 @@ static int emit(struct harp_conn *c, struct wire *w, uint64_t now, bool force_ac
 	if ((force_ack || conn_ack_wanted(c, now)) && conn_make_ack(c, &tx, now)) {
 		wire_put(w, &tx);
 		n++;
+		if (tx.twin_src_port) { /* as the engine does: the same ack on a second path */
+			tx.src_port = tx.twin_src_port;
+			tx.dst_port = tx.twin_dst_port;
+			wire_put(w, &tx);
+		}
 	}
 	return n;
 }
@@ -423,7 +433,7 @@ static void test_rack_fast_retransmit(void **state)
 	r = announce_recv(p, dst, len, 9);
 	s = post_send(&p->a, src, len, 9);
 	/* psns 0..9 now, 10..19 5 ms later */
-	assert_true(p->a.cc.cwnd >= 20);
+	assert_true(conn_cwnd(&p->a) >= 20);
 	for (i = 0; i < 10; i++) {
 		assert_true(conn_next_tx(&p->a, &tx, p->now));
 		wire_put(&p->ab, &tx);
@@ -484,11 +494,11 @@ static void test_timeout_and_undo(void **state)
 	held.p = malloc(sizeof(struct pkt) * (size_t)held.n);
 	memcpy(held.p, p->ab.p, sizeof(struct pkt) * (size_t)held.n);
 	p->ab.n = 0;
-	cwnd_before = p->a.cc.cwnd;
+	cwnd_before = conn_cwnd(&p->a);
 	p->now += (uint64_t)p->a.rtt.rto_us * 1000 + 1;
 	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
 	assert_int_equal(p->a.stats.timeouts, 1);
-	assert_true(p->a.cc.cwnd < cwnd_before);
+	assert_true(conn_cwnd(&p->a) < cwnd_before);
 	emit(&p->a, &p->ab, p->now, false);
 	assert_true(count_type(&p->ab, HARP_PKT_DATA) >= 1);
 	assert_int_equal(p->a.stats.retransmits, (uint64_t)count_type(&p->ab, HARP_PKT_DATA));
@@ -497,7 +507,7 @@ static void test_timeout_and_undo(void **state)
 	emit(&p->b, &p->ba, p->now, true);
 	deliver_all(&p->a, &p->ba, p->now);
 	assert_int_equal(p->a.stats.spurious_timeouts, 1);
-	assert_true(p->a.cc.cwnd >= cwnd_before); /* restored, then grown by the ack */
+	assert_true(conn_cwnd(&p->a) >= cwnd_before); /* restored, then grown by the ack */
 	run_clean(p);
 	assert_int_equal(req_state(r), REQ_DONE);
 	assert_int_equal(req_state(s), REQ_DONE);
@@ -689,10 +699,121 @@ static void test_lossy_many_messages(void **state)
 	free(dst);
 }
 
+/* Adds paths 47001.. to both sides, so each has n. */
+static void more_paths(struct pair *p, int n)
+{
+	int i;
+
+	p->a.paths_want = p->b.paths_want = (uint32_t)n;
+	for (i = 1; i < n; i++) {
+		assert_int_equal(conn_add_path(&p->a, htons((uint16_t)(47000 + i)), htons(47000),
+					       p->now),
+				 i);
+		assert_int_equal(conn_add_path(&p->b, htons((uint16_t)(47000 + i)), htons(47000),
+					       p->now),
+				 i);
+	}
+}
+
+/* New data goes to the path with the least RTT, while it has room; the others take the rest. */
+static void test_path_choice(void **state)
+{
+	struct pair *p = *state;
+	struct conn_tx tx;
+	size_t len = 200 * PAYLOAD;
+	uint8_t *src = calloc(1, len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	uint32_t per_path[4] = { 0 };
+	int i;
+
+	more_paths(p, 4);
+	for (i = 0; i < 4; i++) {
+		rtt_sample(&p->a.paths[i].rtt, i == 2 ? 50 : 500); /* path 2 is the fast one */
+	}
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(&p->a, src, len, 1);
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		for (i = 0; i < 4; i++) {
+			per_path[i] += tx.src_port == htons((uint16_t)(47000 + i));
+		}
+	}
+	/* every path filled its window, the fast one first: the first packet took it */
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(per_path[i], p->a.paths[i].cc.cwnd);
+		assert_int_equal(p->a.paths[i].inflight, p->a.paths[i].cc.cwnd);
+	}
+	assert_int_equal(p->a.txq[1].path, 2);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/* Probe rounds: candidates within both port ranges, distinct; only reported ones become paths. */
+static void test_probe_rounds(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *c = &p->a;
+	struct conn_tx tx;
+	uint16_t sp[CONN_PROBE_CANDS], dp[CONN_PROBE_CANDS];
+	uint32_t n = 0, i, round = 0;
+
+	c->paths[0].live = false; /* start with none, as after set-up */
+	c->paths_live = 0;
+	conn_paths_init(c, 3, 47000, 16, 50000, 8, 1234, p->now);
+	assert_false(conn_paths_hopeless(c, p->now, 1000000));
+	while (conn_next_probe(c, &tx, p->now)) {
+		assert_int_equal(tx.h.type, HARP_PKT_PROBE);
+		assert_int_equal(tx.h.conn_id, c->peer_id);
+		assert_int_equal(tx.h.tag, n);
+		assert_true(ntohs(tx.src_port) >= 47000 && ntohs(tx.src_port) < 47016);
+		assert_true(ntohs(tx.dst_port) >= 50000 && ntohs(tx.dst_port) < 50008);
+		for (i = 0; i < n; i++) {
+			assert_false(sp[i] == tx.src_port && dp[i] == tx.dst_port);
+		}
+		sp[n] = tx.src_port;
+		dp[n] = tx.dst_port;
+		round = tx.h.rsn;
+		n++;
+	}
+	assert_int_equal(n, CONN_PROBE_CANDS); /* 16 x 8 pairs: enough for a full round */
+	assert_int_equal(c->stats.probes_sent, n);
+	/* nothing more until the round's time is up */
+	assert_false(conn_next_probe(c, &tx, p->now + 1000));
+	conn_on_probe_result(c, round + 1, 5, p->now); /* a round that never was: ignored */
+	conn_on_probe_result(c, round, 9999, p->now); /* no such candidate: ignored */
+	assert_int_equal(c->paths_live, 0);
+	conn_on_probe_result(c, round, 7, p->now);
+	conn_on_probe_result(c, round, 7, p->now); /* reported twice: one path */
+	assert_int_equal(c->paths_live, 1);
+	conn_on_probe_result(c, round, 3, p->now);
+	assert_int_equal(c->paths_live, 2);
+	assert_true(c->paths[0].src_port == sp[7] && c->paths[0].dst_port == dp[7]);
+	/* one more wanted: the next round comes, and avoids the live pairs */
+	p->now += 1000000000ull;
+	n = 0;
+	while (conn_next_probe(c, &tx, p->now)) {
+		assert_false(tx.src_port == sp[7] && tx.dst_port == dp[7]);
+		assert_false(tx.src_port == sp[3] && tx.dst_port == dp[3]);
+		n++;
+	}
+	assert_true(n > 0);
+	conn_on_probe_result(c, round + 1, 0, p->now);
+	assert_int_equal(c->paths_live, 3);
+	/* enough: no further rounds */
+	p->now += 1000000000ull;
+	assert_false(conn_next_probe(c, &tx, p->now));
+	/* a connection that never finds a path gives up after the limit */
+	c->paths_live = 0;
+	assert_true(conn_paths_hopeless(c, p->now, 1000000));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_beyond_window, setup, teardown),

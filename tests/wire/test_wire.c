@@ -331,6 +331,20 @@ static void test_round_trip_msgerr(void **state)
 	round_trip(&h, 0);
 }
 
+static void harp_mutation(struct harp_hdr h, uint32_t body_len, enum wire_err want);
+
+/* A PROBE names its round and candidate in rsn and tag, and has no body. */
+static void test_round_trip_probe(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_PROBE, 0);
+
+	(void)state;
+	h.rsn = 7;
+	h.tag = 63;
+	round_trip(&h, 0);
+	harp_mutation(hdr_of(HARP_PKT_PROBE, 8), 8, WIRE_ERR_LEN);
+}
+
 /* The reserved fields are carried, not interpreted: a receiver sees what was sent. */
 static void test_reserved_fields_carried(void **state)
 {
@@ -395,7 +409,8 @@ static void truncate_all(struct frame *whole)
 
 static void test_truncated_every_length(void **state)
 {
-	const uint8_t types[] = { HARP_PKT_DATA, HARP_PKT_ACK, HARP_PKT_CTS, HARP_PKT_MSGERR };
+	const uint8_t types[] = { HARP_PKT_DATA, HARP_PKT_ACK, HARP_PKT_CTS, HARP_PKT_MSGERR,
+				  HARP_PKT_PROBE };
 	struct frame f;
 	struct harp_hdr h;
 	size_t i;
@@ -663,13 +678,13 @@ static void test_harp_version(void **state)
 	h.version = HARP_WIRE_VERSION; /* version is checked before type */
 	h.type = 0;
 	harp_mutation(h, 0, WIRE_ERR_TYPE);
-	h.version = 2;
+	h.version = 1; /* version 1 had no probes: its peers cannot find paths */
 	harp_mutation(h, 0, WIRE_ERR_VERSION);
 }
 
 static void test_harp_type(void **state)
 {
-	const uint8_t bad[] = { 0, HARP_PKT_TYPE_MAX + 1, 6, 0x80, 0xff };
+	const uint8_t bad[] = { 0, HARP_PKT_TYPE_MAX + 1, 7, 0x80, 0xff };
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 	size_t i;
 
@@ -679,7 +694,7 @@ static void test_harp_type(void **state)
 		harp_mutation(h, 0, WIRE_ERR_TYPE);
 	}
 	/* An unknown type is refused whatever its length. */
-	h.type = 5;
+	h.type = HARP_PKT_TYPE_MAX + 1;
 	h.len = 64;
 	harp_mutation(h, 64, WIRE_ERR_TYPE);
 }
@@ -795,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_ack),
 		cmocka_unit_test(test_round_trip_cts),
 		cmocka_unit_test(test_round_trip_msgerr),
+		cmocka_unit_test(test_round_trip_probe),
 		cmocka_unit_test(test_reserved_fields_carried),
 		cmocka_unit_test(test_udp_csum_zero_sent_as_ffff),
 		cmocka_unit_test(test_ip_csum_known_vector),
