@@ -125,31 +125,27 @@ void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint1
 int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
 {
 	uint32_t per_max = c->cwnd_max / c->paths_want, init = CWND_INIT / c->paths_want, i;
-	struct conn_path *p = NULL;
+	struct conn_path *p;
 
 	for (i = 0; i < c->npaths; i++) {
-		if (c->paths[i].src_port == src_port && c->paths[i].dst_port == dst_port) {
-			if (c->paths[i].live) {
-				return -EEXIST;
-			}
-			p = &c->paths[i]; /* retired once; probing found it good again */
-			break;
+		if (c->paths[i].live && c->paths[i].src_port == src_port &&
+		    c->paths[i].dst_port == dst_port) {
+			return -EEXIST;
 		}
-	}
-	if (!p) {
-		for (i = 0; i < c->npaths && c->paths[i].live; i++) {
-		}
-		if (i == c->npaths && c->npaths == CONN_MAX_PATHS) {
-			return -ENOSPC;
-		}
-		if (i == c->npaths) {
-			c->npaths++;
-		}
-		p = &c->paths[i];
 	}
 	if (c->paths_live >= c->paths_want) {
 		return -ENOSPC;
 	}
+	/* a retired path's slot, else a new one: fewer live than wanted, so one is free */
+	for (i = 0; i < c->npaths && c->paths[i].live; i++) {
+	}
+	if (i == CONN_MAX_PATHS) {
+		return -ENOSPC;
+	}
+	if (i == c->npaths) {
+		c->npaths++;
+	}
+	p = &c->paths[i];
 	memset(p, 0, sizeof(*p));
 	p->src_port = src_port;
 	p->dst_port = dst_port;

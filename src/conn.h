@@ -128,7 +128,6 @@ struct conn_probe {
 	uint64_t first_ns;	/* when probing for the first path began */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
 	uint32_t rng;
-	bool reported_fail;
 };
 
 enum conn_state {

@@ -54,7 +54,7 @@ key() {
 # transfer NAME CUT: one transfer; CUT=1 drops the low source ports on M once data flows.
 transfer() {
 	local name=$1 cut=$2 handle="$tmp/$1.handle" i server client rc_s=0 rc_c=0
-	local args=(--queues 2 --conns ${BH_CONNS:-2} ${BH_BIDIR---bidir} --sizes 64M --count 16 --timeout ${BH_TIMEOUT:-90})
+	local args=(--queues 2 --conns 2 --bidir --sizes 64M --count 16 --timeout 90)
 	spawn_bounded 120 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
 		--handle-file "$handle" "${args[@]}" >"$tmp/$name.server" 2>"$tmp/$name.server.err"
 	server=$spawned_pid

@@ -737,7 +737,7 @@ static void test_path_choice(void **state)
 			per_path[i] += tx.src_port == htons((uint16_t)(47000 + i));
 		}
 	}
-	/* every path filled its window, the fast one first: the first packet took it */
+	/* every path filled its window, the fast one first: the first packets took it */
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(per_path[i], p->a.paths[i].cc.cwnd);
 		assert_int_equal(p->a.paths[i].inflight, p->a.paths[i].cc.cwnd);
