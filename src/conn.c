@@ -88,6 +88,7 @@ void conn_start(struct harp_conn *c, uint64_t now)
 {
 	c->rto_base_ns = now;
 	c->last_ack_ns = now;
+	c->heard_ns = now;
 }
 
 static struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)
@@ -567,8 +568,8 @@ static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_
 	}
 }
 
-static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, uint32_t ts_echo,
-		   uint64_t now)
+static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, uint32_t sack_bits,
+		   uint32_t ts_echo, uint64_t now)
 {
 	struct ack_tally t;
 	uint32_t newly = 0, i;
@@ -593,7 +594,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 	if (psn_before(c->highest_acked, ack_psn)) {
 		c->highest_acked = ack_psn;
 	}
-	for (i = 0; sack && i < HARP_SACK_BITS; i++) {
+	for (i = 0; i < sack_bits; i++) {
 		uint32_t psn = ack_psn + 1 + i;
 		struct tx_rec *rec;
 
@@ -753,11 +754,16 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	uint32_t psn = h->psn;
 	int err;
 
+	c->heard_ns = now;
 	if (h->type == HARP_PKT_ACK) {
-		on_ack(c, h->ack_psn, p->body, h->ts_echo, now);
+		on_ack(c, h->ack_psn, p->body, h->len * 8u, h->ts_echo, now);
+		if (h->flags & HARP_ACK_F_PING) {
+			c->ack_due = c->ack_now = true; /* the peer asks whether we are alive */
+			c->ack_due_ns = now;
+		}
 		return;
 	}
-	on_ack(c, h->ack_psn, NULL, h->ts_echo, now);
+	on_ack(c, h->ack_psn, NULL, 0, h->ts_echo, now);
 	c->stats.rx_packets++;
 	if (!c->ack_due) {
 		c->ack_due = true;
@@ -799,7 +805,7 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 
 void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now)
 {
-	on_ack(c, peer_rcv_nxt, NULL, 0, now);
+	on_ack(c, peer_rcv_nxt, NULL, 0, 0, now);
 	conn_fail(c, -ECONNRESET);
 }
 
@@ -847,6 +853,45 @@ static void retire_dead_paths(struct harp_conn *c, uint64_t now)
 	}
 }
 
+static void declare_dead(struct harp_conn *c, uint64_t silent_ns, uint64_t peer_timeout_ns,
+			 const char *what)
+{
+	char peer[INET_ADDRSTRLEN] = "?";
+
+	inet_ntop(AF_INET, &c->path.dst_ip, peer, sizeof(peer));
+	pr_err("conn %u: %s peer %s for %llu ms (HARP_PEER_TIMEOUT_MS=%llu); declaring it dead",
+	       c->id, what, peer, (unsigned long long)(silent_ns / 1000000),
+	       (unsigned long long)(peer_timeout_ns / 1000000));
+	conn_fail(c, -ETIMEDOUT);
+}
+
+/*
+ * Nothing in flight. While a receive waits for data or a send for its CTS, a peer that has
+ * frozen (SIGSTOP, a paused VM) would leave them waiting for ever: once the peer has been silent
+ * for a quarter of the timeout, ACKs ask it to answer (its engine, or its keeper thread when its
+ * caller is busy elsewhere, does), and silence for the whole timeout is death. A connection with
+ * nothing waiting sends nothing.
+ */
+static void check_idle_peer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
+{
+	uint64_t every = peer_timeout_ns / 8;
+
+	if (!c->recvs_open && c->ssn_tail == c->ssn_next) {
+		c->heard_ns = now; /* the silence that counts starts when something waits */
+		return;
+	}
+	if (now - c->heard_ns > peer_timeout_ns) {
+		declare_dead(c, now - c->heard_ns, peer_timeout_ns,
+			     "requests wait and nothing came from");
+		return;
+	}
+	if (now - c->heard_ns >= 2 * every && now - c->ping_ns >= every) {
+		c->ping_due = true;
+		c->ping_ns = now;
+		c->stats.pings++;
+	}
+}
+
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 {
 	uint32_t psn, i;
@@ -855,16 +900,12 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 	if (c->snd_una == c->snd_nxt) {
 		c->rto_base_ns = now;
 		c->last_ack_ns = now;
+		check_idle_peer(c, now, peer_timeout_ns);
 		return;
 	}
+	c->heard_ns = now; /* while packets are in flight, their acks judge the peer */
 	if (now - c->last_ack_ns > peer_timeout_ns) {
-		char peer[INET_ADDRSTRLEN] = "?";
-
-		inet_ntop(AF_INET, &c->path.dst_ip, peer, sizeof(peer));
-		pr_err("conn %u: no acknowledgement from peer %s for %llu ms "
-		       "(HARP_PEER_TIMEOUT_MS); declaring it dead",
-		       c->id, peer, (unsigned long long)(peer_timeout_ns / 1000000));
-		conn_fail(c, -ETIMEDOUT);
+		declare_dead(c, now - c->last_ack_ns, peer_timeout_ns, "no acknowledgement from");
 		return;
 	}
 	if (now - c->rto_base_ns < (uint64_t)c->rtt.rto_us * 1000) {
@@ -1080,23 +1121,46 @@ send:
 
 bool conn_ack_wanted(const struct harp_conn *c, uint64_t now)
 {
-	return c->ack_due && (c->ack_now || c->rx_since_ack >= CONN_ACK_EVERY ||
-			      now - c->ack_due_ns >= CONN_ACK_DELAY_NS);
+	return c->ping_due ||
+	       (c->ack_due && (c->ack_now || c->rx_since_ack >= CONN_ACK_EVERY ||
+			       now - c->ack_due_ns >= CONN_ACK_DELAY_NS));
+}
+
+/*
+ * The selective-ack map of everything received beyond rcv_nxt, into sack; returns its length in
+ * bytes: 0 without holes, and never more than a packet's payload (only MTUs under ~600 bytes
+ * shorten it below a whole window).
+ */
+static uint16_t sack_map(const struct harp_conn *c, uint8_t *sack)
+{
+	uint32_t limit = c->payload_max < HARP_SACK_MAX_BYTES ? c->payload_max : HARP_SACK_MAX_BYTES;
+	uint32_t found = 0, used = 0, i;
+
+	for (i = 0; found < c->sacked_pending && i < limit * 8; i++) {
+		if (i % 8 == 0) {
+			sack[i / 8] = 0;
+		}
+		if (rcv_bit(c, c->rcv_nxt + 1 + i)) {
+			sack[i / 8] |= (uint8_t)(1u << (i % 8));
+			used = i / 8 + 1;
+			found++;
+		}
+	}
+	return (uint16_t)used;
 }
 
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct harp_hdr *h = &tx->h;
 	int path = any_path(c);
-	uint32_t i;
 
-	if (!c->ack_due || path < 0) {
+	if ((!c->ack_due && !c->ping_due) || path < 0) {
 		return false;
 	}
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
 	tx->twin_src_port = tx->twin_dst_port = 0;
-	if (c->ack_now && c->paths_live > 1) {
+	if ((c->ack_now || c->ping_due) && c->paths_live > 1) {
 		int twin = any_path(c); /* the rotation moved on: another path */
 
 		tx->twin_src_port = c->paths[twin].src_port;
@@ -1106,6 +1170,10 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	c->ack_now = false;
 	c->rx_since_ack = 0;
 	memset(h, 0, sizeof(*h));
+	if (c->ping_due) {
+		h->flags = HARP_ACK_F_PING;
+		c->ping_due = false;
+	}
 	h->version = HARP_WIRE_VERSION;
 	h->type = HARP_PKT_ACK;
 	h->conn_id = c->peer_id;
@@ -1113,13 +1181,7 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	h->ack_psn = c->rcv_nxt;
 	h->ts = (uint32_t)(now / 1000);
 	h->ts_echo = c->last_ts;
-	h->len = HARP_SACK_BYTES;
-	memset(tx->sack, 0, sizeof(tx->sack));
-	for (i = 0; c->sacked_pending && i < HARP_SACK_BITS; i++) {
-		if (rcv_bit(c, c->rcv_nxt + 1 + i)) {
-			tx->sack[i / 8] |= (uint8_t)(1u << (i % 8));
-		}
-	}
+	h->len = sack_map(c, tx->sack);
 	tx->payload = NULL;
 	return true;
 }

@@ -187,6 +187,9 @@ struct harp_conn {
 	bool rto_undo_armed;
 	uint64_t rto_base_ns; /* retransmission timer runs from here */
 	uint64_t last_ack_ns; /* last ack that acknowledged something new */
+	uint64_t heard_ns;    /* last packet from the peer, or when requests began to wait */
+	uint64_t ping_ns;     /* last liveness ping */
+	bool ping_due;	      /* the next ACK asks the peer to answer at once */
 	struct conn_path paths[CONN_MAX_PATHS];
 	uint32_t npaths;      /* slots used in paths[] (live or retired) */
 	uint32_t paths_live;
@@ -224,7 +227,8 @@ void conn_start(struct harp_conn *c, uint64_t now);
 void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
 /* Takes a posted request from the data thread. Returns false if it must wait (slot busy). */
 bool conn_take_request(struct harp_conn *c, struct harp_req *r);
-/* Timers: retransmission timeout, dead peer. */
+/* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
+ * flight). */
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
 /* Does a pending request read or write [addr, addr+len)? */
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
@@ -241,7 +245,7 @@ struct conn_tx {
 	 * so that one dark path cannot stall the connection; 0: only once */
 	uint16_t twin_src_port, twin_dst_port;
 	const uint8_t *payload; /* DATA: h.len bytes from the sender's buffer */
-	uint8_t sack[HARP_SACK_BYTES];
+	uint8_t sack[HARP_SACK_MAX_BYTES]; /* ACK: h.len bytes of it */
 };
 /*
  * Produces the next packet this connection wants to send, within its window. Returns false when

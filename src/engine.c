@@ -242,7 +242,7 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 	}
 	frame = xsk_port_frame(p, addr);
 	if (tx->h.type == HARP_PKT_ACK) {
-		memcpy(frame + HARP_FRAME_OVERHEAD, tx->sack, HARP_SACK_BYTES);
+		memcpy(frame + HARP_FRAME_OVERHEAD, tx->sack, body);
 	} else if (body) {
 		memcpy(frame + HARP_FRAME_OVERHEAD, tx->payload, body);
 	}

@@ -194,7 +194,7 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 		}
 		return WIRE_OK;
 	case HARP_PKT_ACK:
-		return h->len == HARP_SACK_BYTES ? WIRE_OK : WIRE_ERR_LEN;
+		return h->len <= HARP_SACK_MAX_BYTES ? WIRE_OK : WIRE_ERR_LEN;
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
 	case HARP_PKT_PROBE:

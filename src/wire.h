@@ -17,8 +17,11 @@
 #define HARP_IP4_HLEN 20
 #define HARP_UDP_HLEN 8
 #define HARP_HDR_LEN 64
-#define HARP_SACK_BYTES 64 /* ACK body: one bit per psn after the cumulative ack */
-#define HARP_SACK_BITS (HARP_SACK_BYTES * 8)
+/* ACK body: one bit per psn after the cumulative ack, as many bytes as the holes need, up to a
+ * whole window (a connection's 4096 psns in flight) */
+#define HARP_SACK_MAX_BYTES 512
+#define HARP_SACK_MAX_BITS (HARP_SACK_MAX_BYTES * 8)
+#define HARP_ACK_F_PING 0x0001 /* ACK flags: the peer must answer with an ACK at once */
 /* Bytes of headers in front of a data payload. */
 #define HARP_FRAME_OVERHEAD (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 
@@ -48,7 +51,7 @@ struct harp_hdr {
 	uint64_t msg_len; /* DATA: message length; CTS: buffer capacity; MSGERR: rejected length */
 	uint64_t offset;  /* DATA: this payload's byte offset in the message */
 	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */
-	uint16_t flags;	  /* reserved, zero */
+	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; otherwise zero */
 	uint32_t reserved;
 } __attribute__((packed));
 _Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");

@@ -568,6 +568,7 @@ static void report(struct run *r, double secs, int rc)
 			sum.paths_retired += cs.paths_retired;
 			sum.probes_sent += cs.probes_sent;
 			sum.random_losses += cs.random_losses;
+			sum.pings += cs.pings;
 			paths_min = cs.paths < paths_min ? cs.paths : paths_min;
 			paths_max = cs.paths > paths_max ? cs.paths : paths_max;
 		}
@@ -620,10 +621,10 @@ static void report(struct run *r, double secs, int rc)
 	       qsum.xdp_no_socket);
 	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\nprobes_sent=%" PRIu64
 	       "\nrx_probes=%" PRIu64 "\nxdp_probes=%" PRIu64 "\nxdp_probe_no_socket=%" PRIu64
-	       "\nrandom_losses=%" PRIu64 "\n",
+	       "\nrandom_losses=%" PRIu64 "\npings=%" PRIu64 "\n",
 	       paths_min == UINT32_MAX ? 0 : paths_min, paths_max, (uint64_t)sum.paths_retired,
 	       sum.probes_sent, qsum.rx_probes, qsum.xdp_probes, qsum.xdp_probe_no_socket,
-	       sum.random_losses);
+	       sum.random_losses, sum.pings);
 	fflush(stdout);
 }
 

@@ -173,6 +173,7 @@ struct harp_conn_stats {
 	uint32_t paths_retired; /* paths given up for not delivering */
 	uint64_t probes_sent;	/* path probes sent */
 	uint64_t random_losses; /* losses judged random (no queueing, low rate): window kept */
+	uint64_t pings;		/* liveness pings sent while requests waited on a silent peer */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

@@ -121,9 +121,9 @@ int main(int argc, char **argv)
 	err |= seed(argv[1], "data-empty", &h, 0);
 
 	h.type = HARP_PKT_ACK;
-	h.len = HARP_SACK_BYTES;
+	h.len = 64;
 	h.ts_echo = 999;
-	err |= seed(argv[1], "ack", &h, HARP_SACK_BYTES);
+	err |= seed(argv[1], "ack", &h, 64);
 
 	h.type = HARP_PKT_CTS;
 	h.len = 0;

@@ -21,9 +21,11 @@
 #
 # The scenarios are described in net_driver.c. init-fail runs three cases per version: an
 # interface that does not exist, HARP_QUEUES=abc and an unknown HARP_FOO=1; each must make init
-# fail with exactly one WARN line that names the cause. peer-kill runs twice: the server gets
+# fail with exactly one WARN line that names the cause. peer-kill runs three times: the server gets
 # SIGKILL, then (a fresh pair) SIGSTOP, in the middle of a pipeline; the client must see a request
-# fail within 3 s of the kill, and 1.5 to 6 s after the stop (HARP_PEER_TIMEOUT_MS=2000).
+# fail within 3 s of the kill, and 1.5 to 6 s after the stop (HARP_PEER_TIMEOUT_MS=2000). The
+# third (peer-freeze) stops a server that has nothing in flight while the client's requests wait
+# on it, after checking that the client waited 4 s without an error while the server lived.
 # idle-peer: the server stops calling the plugin once its receives are done; the client's sends
 # must still complete (harp's keeper thread acks for an idle rank).
 #
@@ -194,8 +196,8 @@ driver_timeout() {
 show_side() {
 	echo "    --- $1 stdout"
 	sed 's/^/    | /' "$2.out"
-	echo "    --- $1 stderr (last 40 lines)"
-	tail -n 40 "$2.err" | sed 's/^/    | /'
+	echo "    --- $1 stderr (last 40 lines, without valgrind's notes on bpf() commands)"
+	grep -v 'WARNING: unhandled eBPF command' "$2.err" | tail -n 40 | sed 's/^/    | /'
 }
 
 # key FILE KEY: the value of KEY=... in FILE (empty if absent).
@@ -238,12 +240,14 @@ side_cmd() {
 
 # judge NAME RC FILE_PREFIX: a side's exit and result line.
 judge() {
-	local name=$1 rc=$2 prefix=$3
+	local name=$1 rc=$2 prefix=$3 first_fail
+	# the driver's first complaint, so that the summary says why without the whole output
+	first_fail=$(grep -m1 -e 'FAIL:' -e 'ERROR:' "$prefix.err" 2>/dev/null | cut -c1-300 || true)
 	case $rc in
 	0) ;;
 	99) report "$name: valgrind found errors" ;;
 	124 | 137) report "$name: killed at its time limit" ;;
-	*) report "$name: exited $rc" ;;
+	*) report "$name: exited $rc${first_fail:+: $first_fail}" ;;
 	esac
 	if ((rc == 0)) && [[ $(key "$prefix.out" result) != ok ]]; then
 		report "$name: exited 0 without result=ok"
@@ -292,37 +296,45 @@ run_pair() {
 	fi
 }
 
-# run_peer_kill VERSION SIGNAL MIN_MS MAX_MS: both sides run a pipeline without end with
-# HARP_PEER_TIMEOUT_MS=2000; after 2 s the server gets SIGNAL. The client must see a request
-# fail (ncclRemoteError or ncclSystemError) between MIN_MS and MAX_MS after the signal, then
-# close its comms and exit 0. With --valgrind the client is the side under valgrind.
+# run_peer_kill VERSION SIGNAL MIN_MS MAX_MS [SCENARIO]: both sides run SCENARIO (peer-kill, a
+# pipeline without end, by default) with HARP_PEER_TIMEOUT_MS=2000; once both have moved data the
+# server gets SIGNAL. The client must see a request fail (ncclRemoteError or ncclSystemError)
+# between MIN_MS and MAX_MS after the signal, then close its comms and exit 0. With --valgrind
+# the client is the side under valgrind. peer-freeze leaves nothing in flight: the client waits on
+# a receive and a send the server never serves, and must keep waiting without an error for 4 s
+# (twice the timeout) while the server lives, before the signal.
 run_peer_kill() {
-	local version=$1 sig=$2 min_ms=$3 max_ms=$4 limit i t0 t1 ms err_ms
-	local name="v$1 peer-kill SIG$2" dir="$tmp/v$1-peer-kill-$2"
+	local version=$1 sig=$2 min_ms=$3 max_ms=$4 scenario=${5:-peer-kill} limit i t0 t1 ms
+	local name="v$1 $scenario SIG$2" dir="$tmp/v$1-$scenario-$2" err_ms
 	local server_pid client_pid server_drv="" client_rc=0 before=$fail
-	limit=$(($(driver_timeout peer-kill) + 30))
+	limit=$(($(driver_timeout "$scenario") + 30))
 	mkdir -p "$dir"
 	fresh_topology
-	side_cmd server "$version" peer-kill "$dir" HARP_PEER_TIMEOUT_MS=2000
+	side_cmd server "$version" "$scenario" "$dir" HARP_PEER_TIMEOUT_MS=2000
 	spawn_bounded "$limit" "${cmd[@]}" >"$dir/server.out" 2>"$dir/server.err"
 	server_pid=$spawned_pid
 	pids+=("$server_pid")
-	side_cmd client "$version" peer-kill "$dir" HARP_PEER_TIMEOUT_MS=2000
+	side_cmd client "$version" "$scenario" "$dir" HARP_PEER_TIMEOUT_MS=2000
 	spawn_bounded "$limit" "${cmd[@]}" >"$dir/client.out" 2>"$dir/client.err"
 	client_pid=$spawned_pid
 	pids+=("$client_pid")
 	# Up to 60 s until both sides have completed a message (each writes <role>.flowing then),
-	# then 1 s more of traffic: the signal comes in the middle of the transfer.
+	# then 1 s more of traffic (peer-kill: the signal comes in the middle of the transfer) or
+	# 4 s of waiting (peer-freeze).
 	for ((i = 0; i < 600; i++)); do
 		[[ -e $dir/server.flowing && -e $dir/client.flowing ]] && break
 		sleep 0.1
 	done
-	sleep 1
+	if [[ $scenario == peer-freeze ]]; then
+		sleep 4
+	else
+		sleep 1
+	fi
 	server_drv=$(cat "$dir/server.pid" 2>/dev/null || true)
 	if [[ -z $server_drv || ! -e $dir/server.flowing || ! -e $dir/client.flowing ]] ||
 		! kill -0 "$client_pid" 2>/dev/null || ! kill -0 "$server_drv" 2>/dev/null; then
-		report "$name: no traffic both ways, or a side ended, before the server could be" \
-			"signalled"
+		report "$name: no traffic both ways, or a side ended (with its peer alive), before" \
+			"the server could be signalled"
 		kill "$server_pid" "$client_pid" 2>/dev/null || true
 		wait "$server_pid" 2>/dev/null || true
 		wait "$client_pid" 2>/dev/null || true
@@ -412,6 +424,8 @@ for version in "${version_list[@]}"; do
 			run_peer_kill "$version" KILL 0 $((use_valgrind ? 4000 : 3000))
 			# a frozen peer's is kept up: HARP_PEER_TIMEOUT_MS (2 s) of silence
 			run_peer_kill "$version" STOP 1500 6000
+			# and with nothing in flight, requests waiting: the client pings it
+			run_peer_kill "$version" STOP 1500 6000 peer-freeze
 			;;
 		*) run_pair "$version" "$scenario" ;;
 		esac

@@ -81,7 +81,7 @@ static void usage(void)
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
-		"scenarios: basic pipeline many grouped close-order peer-kill idle-peer\n"
+		"scenarios: basic pipeline many grouped close-order peer-kill peer-freeze idle-peer\n"
 		"           init-fail\n");
 }
 
@@ -1761,6 +1761,50 @@ static int scenario_peer_kill(struct drv *d, double deadline)
 	return 0;
 }
 
+/*
+ * peer-freeze: one message each way, then the client posts a receive the server never fills and a
+ * send the server never matches, with nothing in flight, and waits; the server stays alive
+ * without calling the plugin (its keeper thread answers for it). The script checks that the
+ * client waits past HARP_PEER_TIMEOUT_MS without an error while the server lives, then SIGSTOPs
+ * the server: a request must fail within the timeout's bound.
+ */
+static int scenario_peer_freeze(struct drv *d, double deadline)
+{
+	struct pair p[1] = { { 0 } };
+	struct flow shape = { .window = 1, .slot_bytes = 64 * KIB };
+
+	shape.total = shape.complete = 1;
+	if (drv_init(d, 0x6790) || pairs_open(d, p, 1, deadline)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	d->mark_flowing = true;
+	if (exchange(d, p, 0, 1, &shape, deadline)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	if (d->o.server) {
+		while (rdv_now() < deadline) {
+			usleep(100000); /* normally stopped, then killed, long before */
+		}
+		return pairs_close(d, p, 1);
+	}
+	d->expect_error = true;
+	d->last_done_time = rdv_now();
+	exchange(d, p, 0, 1, &shape, deadline); /* waits: the server posts nothing */
+	if (pairs_close(d, p, 1)) {
+		return -1;
+	}
+	if (!d->err_res) {
+		fail("peer-freeze: no request failed before the deadline");
+		return -1;
+	}
+	printf("error_result=%d\nsilence_before_error_ms=%.0f\n", d->err_res,
+	       (d->err_time - d->last_done_time) * 1000);
+	print_time_to_error(d);
+	return 0;
+}
+
 /* init-fail: init must fail, with exactly one WARN line that holds --expect-warn's text. */
 static int scenario_init_fail(struct drv *d)
 {
@@ -1950,6 +1994,9 @@ static int run_scenario(struct drv *d, double deadline)
 	if (!strcmp(s, "peer-kill")) {
 		return scenario_peer_kill(d, deadline);
 	}
+	if (!strcmp(s, "peer-freeze")) {
+		return scenario_peer_freeze(d, deadline);
+	}
 	if (!strcmp(s, "idle-peer")) {
 		return scenario_idle_peer(d, deadline);
 	}
@@ -1987,6 +2034,7 @@ static int thread_count(void)
 static bool warns_expected(const struct drv *d)
 {
 	return !strcmp(d->o.scenario, "close-order") || !strcmp(d->o.scenario, "peer-kill") ||
+	       !strcmp(d->o.scenario, "peer-freeze") ||
 	       !strcmp(d->o.scenario, "init-fail");
 }
 

@@ -26,7 +26,7 @@
 struct pkt {
 	struct harp_hdr h;
 	uint16_t src_port, dst_port; /* the path it took, network order */
-	uint8_t body[PAYLOAD > HARP_SACK_BYTES ? PAYLOAD : HARP_SACK_BYTES];
+	uint8_t body[PAYLOAD > HARP_SACK_MAX_BYTES ? PAYLOAD : HARP_SACK_MAX_BYTES];
 };
 
 /* Packets in flight one way, in the order they were sent. */
@@ -138,7 +138,8 @@ static void wire_put(struct wire *w, const struct conn_tx *tx)
 	k->src_port = tx->src_port;
 	k->dst_port = tx->dst_port;
 	if (tx->h.type == HARP_PKT_ACK) {
-		memcpy(k->body, tx->sack, HARP_SACK_BYTES);
+		assert_true(tx->h.len <= HARP_SACK_MAX_BYTES);
+		memcpy(k->body, tx->sack, tx->h.len);
 	} else if (tx->h.len) {
 		assert_true(tx->h.len <= PAYLOAD);
 		memcpy(k->body, tx->payload, tx->h.len);
@@ -304,7 +305,8 @@ static void test_reassembly_reverse(void **state)
 	assert_true(conn_make_ack(&p->b, &ack, p->now));
 	assert_int_equal(ack.h.type, HARP_PKT_ACK);
 	assert_int_equal(ack.h.ack_psn, 0);
-	for (i = 0; i < HARP_SACK_BITS; i++) {
+	assert_int_equal(ack.h.len, (n - 1 + 7) / 8); /* just the bytes the holes need */
+	for (i = 0; i < ack.h.len * 8; i++) {
 		bool want = i < n - 1; /* psn 1 + i held */
 		bool got = ack.sack[i / 8] & (1u << (i % 8));
 
@@ -517,6 +519,60 @@ static void test_timeout_and_undo(void **state)
 	free(dst);
 	free(r);
 	free(s);
+}
+
+/*
+ * Liveness with nothing in flight: b waits on a receive; after a quarter of the peer timeout of
+ * silence b's ACK asks a to answer (the ping flag), a answers at once, and that answer counts as
+ * hearing from a. Once a falls silent for the whole timeout, b's receive fails with ETIMEDOUT.
+ * a, with nothing waiting, neither pings nor times out.
+ */
+static void test_idle_peer_ping(void **state)
+{
+	struct pair *p = *state;
+	const uint64_t timeout = 1000000000ull, step = timeout / 16;
+	uint8_t dst[64];
+	struct harp_req *r = announce_recv(p, dst, sizeof(dst), 3);
+	uint64_t heard, t;
+	int i;
+
+	run_clean(p); /* the CTS is acked: nothing in flight either way */
+	assert_int_equal(p->b.snd_una, p->b.snd_nxt);
+	conn_on_timer(&p->b, p->now, timeout);
+	p->now += timeout / 5;
+	conn_on_timer(&p->b, p->now, timeout);
+	assert_false(conn_ack_wanted(&p->b, p->now)); /* a fifth of the timeout: not yet */
+	p->now += timeout / 10;
+	conn_on_timer(&p->b, p->now, timeout);
+	assert_int_equal(emit(&p->b, &p->ba, p->now, false), 1);
+	assert_int_equal(p->ba.p[0].h.type, HARP_PKT_ACK);
+	assert_int_equal(p->ba.p[0].h.flags, HARP_ACK_F_PING);
+	assert_int_equal(p->b.stats.pings, 1);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_int_equal(emit(&p->a, &p->ab, p->now, false), 1); /* answered at once */
+	assert_int_equal(p->ab.p[0].h.type, HARP_PKT_ACK);
+	assert_int_equal(p->ab.p[0].h.flags, 0);
+	deliver_all(&p->b, &p->ab, p->now);
+	heard = p->now;
+	/* a freezes: b keeps pinging into the void and gives up one timeout after it heard a */
+	for (i = 0; i < 32 && atomic_load(&p->b.state) == CONN_READY; i++) {
+		p->now += step;
+		conn_on_timer(&p->b, p->now, timeout);
+		conn_on_timer(&p->a, p->now, timeout);
+		emit(&p->b, &p->ba, p->now, false);
+		p->ba.n = 0;
+		emit(&p->a, &p->ab, p->now, false);
+		assert_int_equal(p->ab.n, 0); /* a waits on nothing: it says nothing */
+	}
+	t = p->now - heard;
+	assert_int_equal(atomic_load(&p->b.state), CONN_FAILED);
+	assert_true(t > timeout && t <= timeout + step);
+	assert_int_equal(req_state(r), REQ_FAILED);
+	assert_int_equal(r->err, -ETIMEDOUT);
+	assert_true(p->b.stats.pings >= 5);
+	assert_int_equal(p->a.stats.pings, 0);
+	assert_int_equal(atomic_load(&p->a.state), CONN_READY);
+	free(r);
 }
 
 /* A grouped receive: sends in another order find their buffers by tag. */
@@ -819,6 +875,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_beyond_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rack_fast_retransmit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_and_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_peer_ping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grouped_tags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_msgsize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lossy_many_messages, setup, teardown),
