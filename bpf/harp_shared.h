@@ -46,6 +46,20 @@ struct harp_xdp_probe_key {
 #define HARP_XDP_MAX_QUEUES 64
 
 /*
+ * Entry q of queue_owners: the harp process that bound queue q, as it wrote itself in (user space
+ * only; the program never reads it). Several harp processes share an interface that harp-attach
+ * prepared, each on its own queues; the kernel lets one AF_XDP socket bind a queue and frees it
+ * when its process dies, however it dies, and this record names the holder to the one refused.
+ * pid 0: none recorded.
+ */
+struct harp_queue_owner {
+	__u32 pid;	/* in the owner's pid namespace */
+	__u32 pidns;	/* inode of that pid namespace */
+	__u64 since_ns; /* CLOCK_REALTIME when it bound the queue */
+	char comm[16];	/* its process name */
+};
+
+/*
  * The program's settings: entry 0 of the harp_config array map. Whoever loads the program writes
  * it before harp traffic is expected (the library before attaching; harp-attach right after
  * xdp-loader, with bpftool). Until then port_lo is 0 and every packet goes to the kernel.

@@ -59,6 +59,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
 } probe_queues SEC(".maps");
 
+/* Who holds each queue (struct harp_queue_owner), written by the harp processes themselves. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HARP_XDP_MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, struct harp_queue_owner);
+	__uint(pinning, LIBBPF_PIN_BY_NAME); /* xdp-loader --pin-path pins it by name */
+} queue_owners SEC(".maps");
+
 static __always_inline int count(__u32 which, int verdict)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);

@@ -99,6 +99,8 @@ struct raw_run {
 	struct steer steer;
 	bool attached;
 	int ip_mtu;
+	int queue_ids[HARP_MAX_QUEUES]; /* HARP_QUEUES */
+	int nids;
 	int nqueues;	/* sockets open */
 	int use_queues; /* client: queues it sends on */
 	struct raw_queue *q;
@@ -330,8 +332,14 @@ static int raw_params(struct raw_run *r)
 static int raw_interface(struct raw_run *r)
 {
 	const struct harp_params *p = &r->params;
+	char msg[256];
 	int err, frame_mtu;
 
+	r->nids = params_queue_ids(p, r->queue_ids, msg, sizeof(msg));
+	if (r->nids < 0) {
+		raw_err("%s", msg);
+		return r->nids;
+	}
 	err = netinfo_interface(p->ifname, &r->ifi);
 	if (err) {
 		raw_err("interface %s: %s", p->ifname, strerror(-err));
@@ -341,9 +349,9 @@ static int raw_interface(struct raw_run *r)
 		raw_err("interface %s has no IPv4 address", p->ifname);
 		return -EADDRNOTAVAIL;
 	}
-	if (r->ifi.rx_queues > 0 && p->queues > r->ifi.rx_queues) {
-		raw_err("HARP_QUEUES=%d but %s has %d rx queues", p->queues, p->ifname,
-			r->ifi.rx_queues);
+	if (r->ifi.rx_queues > 0 && r->queue_ids[r->nids - 1] >= r->ifi.rx_queues) {
+		raw_err("HARP_QUEUES=%s names queue %d but %s has %d rx queues", p->queues,
+			r->queue_ids[r->nids - 1], p->ifname, r->ifi.rx_queues);
 		return -EINVAL;
 	}
 	r->ip_mtu = r->ifi.mtu;
@@ -376,14 +384,16 @@ static int raw_open(struct raw_run *r)
 		return err;
 	}
 	r->attached = true;
-	r->q = calloc((size_t)p->queues, sizeof(*r->q));
+	r->q = calloc((size_t)r->nids, sizeof(*r->q));
 	if (!r->q) {
 		return -ENOMEM;
 	}
-	for (q = 0; q < p->queues; q++) {
-		err = xsk_port_open(&r->q[q].port, r->ifi.name, q, p, r->steer.xsks_map_fd);
+	for (q = 0; q < r->nids; q++) {
+		err = xsk_port_open(&r->q[q].port, r->ifi.name, r->queue_ids[q], p,
+				    r->steer.xsks_map_fd);
 		if (err) {
-			raw_err("AF_XDP socket on %s queue %d: %s", r->ifi.name, q, strerror(-err));
+			raw_err("AF_XDP socket on %s queue %d: %s", r->ifi.name, r->queue_ids[q],
+				strerror(-err));
 			return err;
 		}
 		r->q[q].open = true;
@@ -397,7 +407,7 @@ static void raw_close(struct raw_run *r)
 {
 	int q;
 
-	for (q = 0; r->q && q < r->params.queues; q++) {
+	for (q = 0; r->q && q < r->nids; q++) {
 		if (r->q[q].open) {
 			xsk_port_close(&r->q[q].port, r->steer.xsks_map_fd);
 		}

@@ -57,7 +57,7 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 			goto bad;                                                      \
 		}                                                                      \
 	}
-	OPT_INT(queues, "HARP_QUEUES")
+	OPT_INT(queues, "HARP_QUEUES") /* a count */
 	OPT_INT(port_base, "HARP_PORT_BASE")
 	OPT_INT(mtu, "HARP_MTU")
 #undef OPT_INT
@@ -98,8 +98,14 @@ bad:
 static int ctx_interface(struct harp_ctx *ctx)
 {
 	struct harp_params *p = &ctx->params;
+	char msg[256];
 	int err, frame_mtu;
 
+	ctx->nqueues = params_queue_ids(p, ctx->queue_ids, msg, sizeof(msg));
+	if (ctx->nqueues < 0) { /* params_validate has checked it already */
+		pr_err("%s", msg);
+		return ctx->nqueues;
+	}
 	err = netinfo_interface(p->ifname, &ctx->ifi);
 	if (err) {
 		pr_err("interface %s: %s%s", p->ifname, strerror(-err),
@@ -111,9 +117,11 @@ static int ctx_interface(struct harp_ctx *ctx)
 		       p->ifname);
 		return -EADDRNOTAVAIL;
 	}
-	if (ctx->ifi.rx_queues > 0 && p->queues > ctx->ifi.rx_queues) {
-		pr_err("HARP_QUEUES=%d but %s has %d rx queues (raise them with ethtool -L)",
-		       p->queues, p->ifname, ctx->ifi.rx_queues);
+	if (ctx->ifi.rx_queues > 0 && ctx->queue_ids[ctx->nqueues - 1] >= ctx->ifi.rx_queues) {
+		pr_err("HARP_QUEUES=%s names queue %d, but %s has %d rx queues (0..%d; raise them "
+		       "with ethtool -L)",
+		       p->queues, ctx->queue_ids[ctx->nqueues - 1], p->ifname, ctx->ifi.rx_queues,
+		       ctx->ifi.rx_queues - 1);
 		return -EINVAL;
 	}
 	ctx->ip_mtu = ctx->ifi.mtu;
@@ -161,13 +169,13 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	if (err) {
 		goto err_free;
 	}
-	ctx->engines = calloc((size_t)ctx->params.queues, sizeof(*ctx->engines));
+	ctx->engines = calloc((size_t)ctx->nqueues, sizeof(*ctx->engines));
 	if (!ctx->engines) {
 		err = -ENOMEM;
 		goto err_steer;
 	}
-	for (q = 0; q < ctx->params.queues; q++) {
-		err = engine_init(&ctx->engines[q], ctx, q);
+	for (q = 0; q < ctx->nqueues; q++) {
+		err = engine_init(&ctx->engines[q], ctx, ctx->queue_ids[q]);
 		if (err) {
 			goto err_engines;
 		}

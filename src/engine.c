@@ -35,10 +35,22 @@ int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue)
 	}
 	err = xsk_port_open(&e->port, ctx->ifi.name, queue, &ctx->params, ctx->steer.xsks_map_fd);
 	if (err) {
+		if (err == -EBUSY) {
+			char owner[160];
+
+			steer_owner_text(&ctx->steer, queue, owner, sizeof(owner));
+			pr_err("queue %d of %s is taken by %s; harp processes sharing an interface "
+			       "each need their own queues (HARP_QUEUES=%s here: give this one others, "
+			       "e.g. a list such as 4-7)",
+			       queue, ctx->ifi.name,
+			       owner[0] ? owner : "an AF_XDP socket of a process harp has no record of",
+			       ctx->params.queues);
+		}
 		close(e->epfd);
 		e->epfd = -1;
 		return err;
 	}
+	steer_claim(&ctx->steer, queue);
 	return 0;
 }
 
@@ -71,6 +83,7 @@ void engine_fini(struct harp_engine *e)
 		engine_release_conn(e, c);
 	}
 	e->conns = NULL;
+	steer_release(&e->ctx->steer, e->queue);
 	xsk_port_close(&e->port, e->ctx->steer.xsks_map_fd);
 	if (e->epfd >= 0) {
 		close(e->epfd);

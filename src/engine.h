@@ -38,6 +38,8 @@ struct harp_ctx {
 	struct harp_params params;
 	struct if_info ifi;
 	struct steer steer;
+	int queue_ids[HARP_MAX_QUEUES]; /* HARP_QUEUES, ascending: engine i runs queue_ids[i] */
+	int nqueues;
 	int nengines;
 	struct harp_engine *engines;
 	int ip_mtu;

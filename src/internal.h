@@ -58,6 +58,13 @@ int params_set(struct harp_params *p, const char *env_name, const char *value, c
 int params_load_env(struct harp_params *p, char *err, size_t errlen);
 /* Cross-field checks (frame_count a power of two, queues within port_count, ...). */
 int params_validate(const struct harp_params *p, char *err, size_t errlen);
+#define HARP_MAX_QUEUES 64 /* queue numbers 0..63 */
+/*
+ * The queues HARP_QUEUES names, ascending, into ids (room for HARP_MAX_QUEUES): a count N is
+ * queues 0..N-1; a list (with a ',' or '-') names them, e.g. "0,2-3". Returns how many, or -EINVAL
+ * with err saying what is wrong.
+ */
+int params_queue_ids(const struct harp_params *p, int *ids, char *err, size_t errlen);
 
 /* ---- ifmatch.c: NCCL_SOCKET_IFNAME-style interface lists ---- */
 /* Does the interface name match spec (NULL or "": the default list)? */

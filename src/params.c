@@ -212,6 +212,24 @@ void params_defaults(struct harp_params *p)
 	}
 }
 
+/* HARP_QUEUES is text with a syntax: refused at once, as a number out of range is. */
+static int params_set_queues(struct harp_params *p, const struct param_desc *d,
+			     const char *value, char *err, size_t errlen)
+{
+	struct harp_params trial = *p;
+	int ids[HARP_MAX_QUEUES], rc;
+
+	rc = params_set_str(&trial, d, value, err, errlen);
+	if (!rc) {
+		rc = params_queue_ids(&trial, ids, err, errlen);
+	}
+	if (rc < 0) {
+		return rc;
+	}
+	*p = trial;
+	return 0;
+}
+
 int params_set(struct harp_params *p, const char *env_name, const char *value, char *err,
 	       size_t errlen)
 {
@@ -228,6 +246,9 @@ int params_set(struct harp_params *p, const char *env_name, const char *value, c
 	case PARAM_INT:
 		return params_set_int(p, d, value, err, errlen);
 	case PARAM_STR:
+		if (!strcmp(d->env, "HARP_QUEUES")) {
+			return params_set_queues(p, d, value, err, errlen);
+		}
 		return params_set_str(p, d, value, err, errlen);
 	case PARAM_ENUM:
 		return params_set_enum(p, d, value, err, errlen);
@@ -418,10 +439,84 @@ static int params_validate_fields(const struct harp_params *p, char *err, size_t
 	return 0;
 }
 
+/* A number of HARP_QUEUES at *s, advancing s: digits only (at most 3), 0..max; else -1. */
+static int queue_number(const char **s, int max)
+{
+	const char *start = *s;
+	int v = 0, digits = 0;
+
+	while (**s >= '0' && **s <= '9' && digits < 3) {
+		v = v * 10 + (**s - '0');
+		(*s)++;
+		digits++;
+	}
+	if (!digits || v > max || (**s >= '0' && **s <= '9')) {
+		*s = start; /* so that an error points at the number */
+		return -1;
+	}
+	return v;
+}
+
+int params_queue_ids(const struct harp_params *p, int *ids, char *err, size_t errlen)
+{
+	const char *spec = p->queues, *s = spec;
+	bool used[HARP_MAX_QUEUES] = { false };
+	int n = 0, q, lo, hi;
+
+	if (!strpbrk(spec, ",-")) {
+		lo = queue_number(&s, HARP_MAX_QUEUES);
+		if (lo < 1 || *s) {
+			params_error(err, errlen,
+				     "HARP_QUEUES=%s is invalid: expected a count in 1..%d or a list "
+				     "of queues 0..%d such as 2,3 or 4-7 (%s)",
+				     spec, HARP_MAX_QUEUES, HARP_MAX_QUEUES - 1,
+				     params_find("HARP_QUEUES")->doc);
+			return -EINVAL;
+		}
+		for (q = 0; q < lo; q++) {
+			ids[n++] = q;
+		}
+		return n;
+	}
+	for (;;) {
+		lo = hi = queue_number(&s, HARP_MAX_QUEUES - 1);
+		if (lo >= 0 && *s == '-') {
+			s++;
+			hi = queue_number(&s, HARP_MAX_QUEUES - 1);
+		}
+		if (lo < 0 || hi < lo || (*s && *s != ',')) {
+			params_error(err, errlen,
+				     "HARP_QUEUES=%s is invalid at '%s': expected queue numbers "
+				     "0..%d and ranges LOW-HIGH, separated by commas (%s)",
+				     spec, s, HARP_MAX_QUEUES - 1, params_find("HARP_QUEUES")->doc);
+			return -EINVAL;
+		}
+		for (q = lo; q <= hi; q++) {
+			if (used[q]) {
+				params_error(err, errlen,
+					     "HARP_QUEUES=%s is invalid: queue %d is named twice", spec,
+					     q);
+				return -EINVAL;
+			}
+			used[q] = true;
+		}
+		if (!*s++) {
+			break;
+		}
+	}
+	for (q = 0; q < HARP_MAX_QUEUES; q++) {
+		if (used[q]) {
+			ids[n++] = q;
+		}
+	}
+	return n;
+}
+
 int params_validate(const struct harp_params *p, char *err, size_t errlen)
 {
+	int ids[HARP_MAX_QUEUES];
 	const struct param_desc *d;
-	int ret;
+	int ret, nq;
 
 	ret = params_validate_fields(p, err, errlen);
 	if (ret < 0) {
@@ -441,11 +536,15 @@ int params_validate(const struct harp_params *p, char *err, size_t errlen)
 			     p->frame_count, d->min, d->max, d->doc);
 		return -EINVAL;
 	}
-	if (p->queues > p->port_count) {
+	nq = params_queue_ids(p, ids, err, errlen);
+	if (nq < 0) {
+		return nq;
+	}
+	if (nq > p->port_count) {
 		params_error(err, errlen,
-			     "HARP_QUEUES=%d is invalid with HARP_PORT_COUNT=%d: expected at most "
-			     "one queue per port (HARP_QUEUES <= HARP_PORT_COUNT)",
-			     p->queues, p->port_count);
+			     "HARP_QUEUES=%s is invalid with HARP_PORT_COUNT=%d: expected at most "
+			     "one queue per port (%d queues named)",
+			     p->queues, p->port_count, nq);
 		return -EINVAL;
 	}
 	if ((long)p->port_base + p->port_count - 1 > 65535) {

@@ -101,9 +101,11 @@ static int lock_interface(const char *ifname, int ifindex)
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 
-		pr_err("steer: another harp process runs on %s (it holds %s); one process per "
-		       "interface",
-		       ifname, path);
+		pr_err("steer: another harp process runs on %s (it holds %s); a harp process that "
+		       "loads its own XDP program needs the interface to itself: for several "
+		       "processes on one interface, each on its own queues (HARP_QUEUES), prepare "
+		       "it once with `harp-attach up %s`",
+		       ifname, path, ifname);
 		close(fd);
 		return err;
 	}
@@ -182,6 +184,7 @@ static void steer_reset(struct steer *s)
 	s->counters_fd = -1;
 	s->config_fd = -1;
 	s->probe_map_fd = -1;
+	s->owners_fd = -1;
 	s->lock_fd = -1;
 }
 
@@ -293,6 +296,11 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 			"a queue will not be diagnosed; run `harp-attach up %s` again to fix",
 			path, ifname);
 	}
+	/* Likewise: without it a refused queue's holder goes unnamed. */
+	if (snprintf(path, sizeof(path), "%s/queue_owners", dir) >= (int)sizeof(path)) {
+		path[0] = '\0';
+	}
+	s->owners_fd = bpf_obj_get(path);
 	s->pinned = true;
 	s->ifindex = ifindex;
 	s->xdp_mode = cfg.attach_id == drv_id ? XDP_MODE_NATIVE : XDP_MODE_SKB;
@@ -367,6 +375,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	bpf_map__set_pin_path(s->skel->maps.counters, NULL);
 	bpf_map__set_pin_path(s->skel->maps.harp_config, NULL);
 	bpf_map__set_pin_path(s->skel->maps.probe_queues, NULL);
+	bpf_map__set_pin_path(s->skel->maps.queue_owners, NULL);
 	s->prog = xdp_program__from_bpf_obj(s->skel->obj, "xdp");
 	err = libxdp_get_error(s->prog);
 	if (err) {
@@ -387,6 +396,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 	s->config_fd = bpf_map__fd(s->skel->maps.harp_config);
 	s->probe_map_fd = bpf_map__fd(s->skel->maps.probe_queues);
+	s->owners_fd = bpf_map__fd(s->skel->maps.queue_owners);
 	err = write_config(s, ifname, port_lo, port_hi);
 	if (err) {
 		xdp_program__detach(s->prog, ifindex, mode, 0);
@@ -418,6 +428,7 @@ void steer_detach(struct steer *s)
 		close_fd(&s->counters_fd);
 		close_fd(&s->config_fd);
 		close_fd(&s->probe_map_fd);
+		close_fd(&s->owners_fd);
 		steer_reset(s);
 		return;
 	}
@@ -478,4 +489,72 @@ void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token)
 	if (s->probe_map_fd >= 0) {
 		(void)bpf_map_delete_elem(s->probe_map_fd, &key); /* absent is fine */
 	}
+}
+
+/* ---- queue owners -------------------------------------------------------------------------- */
+
+static __u32 pid_namespace(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) ? 0 : (__u32)st.st_ino;
+}
+
+void steer_claim(const struct steer *s, int queue)
+{
+	struct harp_queue_owner o = { .pid = (__u32)getpid(), .pidns = pid_namespace() };
+	struct timespec now;
+	__u32 key = (__u32)queue;
+	FILE *f;
+
+	if (s->owners_fd < 0) {
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	o.since_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	f = fopen("/proc/self/comm", "r");
+	if (f) {
+		if (fgets(o.comm, sizeof(o.comm), f)) {
+			o.comm[strcspn(o.comm, "\n")] = '\0';
+		}
+		fclose(f);
+	}
+	if (bpf_map_update_elem(s->owners_fd, &key, &o, 0)) {
+		pr_debug("steer: recording this process as the holder of queue %d failed: %s",
+			 queue, strerror(errno));
+	}
+}
+
+void steer_release(const struct steer *s, int queue)
+{
+	struct harp_queue_owner o, none = { 0 };
+	__u32 key = (__u32)queue;
+
+	if (s->owners_fd < 0 || bpf_map_lookup_elem(s->owners_fd, &key, &o)) {
+		return;
+	}
+	if (o.pid == (__u32)getpid() && o.pidns == pid_namespace()) {
+		(void)bpf_map_update_elem(s->owners_fd, &key, &none, 0);
+	}
+}
+
+void steer_owner_text(const struct steer *s, int queue, char *buf, size_t len)
+{
+	struct harp_queue_owner o;
+	__u32 key = (__u32)queue;
+	time_t since;
+	struct tm tm;
+	char when[32] = "?";
+
+	buf[0] = '\0';
+	if (s->owners_fd < 0 || bpf_map_lookup_elem(s->owners_fd, &key, &o) || !o.pid) {
+		return;
+	}
+	o.comm[sizeof(o.comm) - 1] = '\0';
+	since = (time_t)(o.since_ns / 1000000000ull);
+	if (localtime_r(&since, &tm)) {
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	}
+	snprintf(buf, len, "harp process %u (%s)%s, which bound it at %s", o.pid, o.comm,
+		 o.pidns == pid_namespace() ? "" : " of another pid namespace (container)", when);
 }

@@ -15,6 +15,7 @@ struct steer {
 	int xdp_mode; /* enum xdp_attach_mode it was attached with */
 	int xsks_map_fd, counters_fd, config_fd;
 	int probe_map_fd; /* where probes arrived; -1 with a program older than probes */
+	int owners_fd;	  /* queue_owners; -1 with a program older than shared interfaces */
 	int lock_fd; /* flock held while attached: one harp per interface */
 	bool pinned; /* harp-attach's program and maps: nothing of ours to detach */
 };
@@ -33,6 +34,14 @@ int steer_counters(const struct steer *s, struct harp_queue_stats *st);
  * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them.
  */
 uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token);
+/*
+ * queue_owners: steer_claim records this process as the holder of queue (it has just bound it);
+ * steer_release clears the record if it is still ours; steer_owner_text describes the recorded
+ * holder of a queue that refused us, into buf ("" when nothing is recorded).
+ */
+void steer_claim(const struct steer *s, int queue);
+void steer_release(const struct steer *s, int queue);
+void steer_owner_text(const struct steer *s, int queue, char *buf, size_t len);
 /* Forgets a connection's record (it closed). */
 void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token);
 

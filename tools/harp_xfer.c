@@ -99,6 +99,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: harp-xfer server|client --ifname IF --handle-file PATH [--queues N]\n"
+		"       (without --queues: HARP_QUEUES, a count or a list such as 2-3)\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
 		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--quiet]\n");
 }
@@ -118,7 +119,6 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->queues = 1;
 	o->conns = 1;
 	o->count = 1;
 	o->window = 8;
@@ -157,7 +157,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		}
 	}
 	if (!o->ifname || !o->handle_file || o->conns < 1 || o->conns > MAX_CONNS ||
-	    o->count < 1 || o->window < 1 || o->window > WINDOW_MAX || o->queues < 1 ||
+	    o->count < 1 || o->window < 1 || o->window > WINDOW_MAX || o->queues < 0 ||
 	    o->timeout_s < 1 || o->recv_short < 0) {
 		usage();
 		return -1;
@@ -573,7 +573,8 @@ static void report(struct run *r, double secs, int rc)
 			paths_max = cs.paths > paths_max ? cs.paths : paths_max;
 		}
 	}
-	for (i = 0; i < r->o.queues; i++) {
+	harp_ctx__info(r->ctx, &info);
+	for (i = 0; i < info.queues; i++) { /* engine i, whichever queue it runs */
 		if (!harp_ctx__queue_stats(r->ctx, i, &qs)) {
 			printf("queue%d_rx_packets=%" PRIu64 "\nqueue%d_tx_packets=%" PRIu64 "\n", i,
 			       qs.rx_packets, i, qs.tx_packets);
@@ -590,7 +591,6 @@ static void report(struct run *r, double secs, int rc)
 			qsum.rx_probes += qs.rx_probes;
 		}
 	}
-	harp_ctx__info(r->ctx, &info);
 	getrusage(RUSAGE_SELF, &ru);
 	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;

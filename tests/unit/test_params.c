@@ -67,7 +67,7 @@ static void test_defaults(void **state)
 	memset(&p, 0xa5, sizeof(p));
 	params_defaults(&p);
 	assert_string_equal(p.ifname, "");
-	assert_int_equal(p.queues, 1);
+	assert_string_equal(p.queues, "1");
 	assert_int_equal(p.port_base, 47000);
 	assert_int_equal(p.port_count, 64);
 	assert_int_equal(p.frame_size, 4096);
@@ -92,18 +92,77 @@ static void test_int_valid(void **state)
 
 	(void)state;
 	params_defaults(&p);
-	assert_int_equal(params_set(&p, "HARP_QUEUES", "1", err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 1);
-	assert_int_equal(params_set(&p, "HARP_QUEUES", "64", err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 64);
-	assert_int_equal(params_set(&p, "HARP_QUEUES", "007", err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 7);
 	assert_int_equal(params_set(&p, "HARP_MTU", "0", err, sizeof(err)), 0);
 	assert_int_equal(p.mtu, 0);
 	assert_int_equal(params_set(&p, "HARP_FAULT_SEED", "2147483647", err, sizeof(err)), 0);
 	assert_int_equal(p.fault_seed, 2147483647);
 	assert_int_equal(params_set(&p, "HARP_PEER_TIMEOUT_MS", "3600000", err, sizeof(err)), 0);
 	assert_int_equal(p.peer_timeout_ms, 3600000);
+}
+
+/* HARP_QUEUES as a count and as a list, and the queues each names. */
+static void check_queues(const char *value, int n, const int *want)
+{
+	struct harp_params p;
+	char err[ERR_LEN] = "";
+	int ids[HARP_MAX_QUEUES], i;
+
+	params_defaults(&p);
+	assert_int_equal(params_set(&p, "HARP_QUEUES", value, err, sizeof(err)), 0);
+	assert_int_equal(params_queue_ids(&p, ids, err, sizeof(err)), n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(ids[i], want ? want[i] : i);
+	}
+	assert_int_equal(params_validate(&p, err, sizeof(err)), 0);
+}
+
+static void check_queues_invalid(const char *value, const char *want)
+{
+	struct harp_params p, before;
+	char err[ERR_LEN] = "";
+
+	params_defaults(&p);
+	before = p;
+	assert_int_equal(params_set(&p, "HARP_QUEUES", value, err, sizeof(err)), -EINVAL);
+	assert_memory_equal(&p, &before, sizeof(p)); /* refused: left as it was */
+	if (!strstr(err, want)) {
+		fail_msg("HARP_QUEUES=%s: '%s' does not say '%s'", value, err, want);
+	}
+	assert_null(strchr(err, '\n'));
+}
+
+static void test_queues(void **state)
+{
+	static const int two_three[] = { 2, 3 }, mixed[] = { 0, 4, 5, 6, 9 }, five[] = { 5 };
+	static const int top[] = { 62, 63 };
+
+	(void)state;
+	check_queues("1", 1, NULL);
+	check_queues("007", 7, NULL);
+	check_queues("64", 64, NULL);
+	check_queues("2,3", 2, two_three);
+	check_queues("3,2", 2, two_three); /* ascending, whatever the order written */
+	check_queues("2-3", 2, two_three);
+	check_queues("9,4-6,0", 5, mixed);
+	check_queues("5-5", 1, five);
+	check_queues("62-63", 2, top);
+	check_queues_invalid("", "expected a count in 1..64");
+	check_queues_invalid("abc", "expected a count in 1..64");
+	check_queues_invalid("0", "expected a count in 1..64");
+	check_queues_invalid("65", "expected a count in 1..64");
+	check_queues_invalid("4k", "expected a count in 1..64");
+	check_queues_invalid(" 4", "expected a count in 1..64");
+	check_queues_invalid("+4", "expected a count in 1..64");
+	check_queues_invalid("99999999999999999999999", "expected a count in 1..64");
+	check_queues_invalid("-", "invalid at '-'");
+	check_queues_invalid("-1", "invalid at '-1'");
+	check_queues_invalid("2,", "invalid at ''");
+	check_queues_invalid(",2", "invalid at ',2'");
+	check_queues_invalid("3-2", "invalid at ''");
+	check_queues_invalid("2,64", "invalid at '64'");
+	check_queues_invalid("2-x", "invalid at 'x'");
+	check_queues_invalid("1,1", "queue 1 is named twice");
+	check_queues_invalid("0-3,2", "queue 2 is named twice");
 }
 
 static void check_int_invalid(const char *name, const char *value, const char *range)
@@ -126,22 +185,6 @@ static void check_int_invalid(const char *name, const char *value, const char *r
 static void test_int_invalid(void **state)
 {
 	(void)state;
-	check_int_invalid("HARP_QUEUES", "", "1..64");
-	check_int_invalid("HARP_QUEUES", "abc", "1..64");
-	check_int_invalid("HARP_QUEUES", "4abc", "1..64");
-	check_int_invalid("HARP_QUEUES", "4 ", "1..64");
-	check_int_invalid("HARP_QUEUES", " 4", "1..64");
-	check_int_invalid("HARP_QUEUES", "+4", "1..64");
-	check_int_invalid("HARP_QUEUES", "-", "1..64");
-	check_int_invalid("HARP_QUEUES", "0x4", "1..64");
-	check_int_invalid("HARP_QUEUES", "4k", "1..64");
-	check_int_invalid("HARP_QUEUES", "4.0", "1..64");
-	check_int_invalid("HARP_QUEUES", "0", "1..64");
-	check_int_invalid("HARP_QUEUES", "65", "1..64");
-	check_int_invalid("HARP_QUEUES", "-1", "1..64");
-	check_int_invalid("HARP_QUEUES", "99999999999", "1..64");
-	check_int_invalid("HARP_QUEUES", "99999999999999999999999", "1..64");
-	check_int_invalid("HARP_QUEUES", "-99999999999999999999999", "1..64");
 	check_int_invalid("HARP_PORT_BASE", "1023", "1024..65472");
 	check_int_invalid("HARP_PORT_BASE", "65473", "1024..65472");
 	check_int_invalid("HARP_FAULT_SEED", "2147483648", "0..2147483647");
@@ -157,14 +200,16 @@ static void test_error_text(void **state)
 
 	(void)state;
 	params_defaults(&p);
-	assert_int_equal(params_set(&p, "HARP_QUEUES", "abc", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "HARP_QUEUES=abc is invalid: expected an integer in 1..64 "
-				 "(Queues 0..N-1 to run one engine each on)");
+	assert_int_equal(params_set(&p, "HARP_PATHS", "abc", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "HARP_PATHS=abc is invalid: expected an integer in 1..32 "
+				 "(UDP port pairs (5-tuples) each connection spreads over, found "
+				 "by probing)");
 	/* a short buffer truncates, never overflows */
 	memset(tiny, 'x', sizeof(tiny));
-	assert_int_equal(params_set(&p, "HARP_QUEUES", "abc", tiny, sizeof(tiny)), -EINVAL);
-	assert_string_equal(tiny, "HARP_QU");
+	assert_int_equal(params_set(&p, "HARP_PATHS", "abc", tiny, sizeof(tiny)), -EINVAL);
+	assert_string_equal(tiny, "HARP_PA");
 	/* no buffer at all is allowed */
+	assert_int_equal(params_set(&p, "HARP_PATHS", "abc", NULL, 0), -EINVAL);
 	assert_int_equal(params_set(&p, "HARP_QUEUES", "abc", NULL, 0), -EINVAL);
 }
 
@@ -262,14 +307,14 @@ static void test_load_env(void **state)
 
 	(void)state;
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 1);
+	assert_string_equal(p.queues, "1");
 
 	setenv("HARP_QUEUES", "4", 1);
 	setenv("HARP_XDP_MODE", "skb", 1);
 	setenv("HARP_IFNAME", "veth0", 1);
 	setenv("NOT_HARP_X", "1", 1);
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 4);
+	assert_string_equal(p.queues, "4");
 	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
 	assert_string_equal(p.ifname, "veth0");
 	assert_int_equal(p.port_base, 47000);
@@ -330,7 +375,7 @@ static void test_conf(void **state)
 				   err, sizeof(err), path),
 			 0);
 	assert_string_equal(p.ifname, "=eth0,eth1");
-	assert_int_equal(p.queues, 3);
+	assert_string_equal(p.queues, "3");
 	assert_int_equal(p.port_base, 48000);
 	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
 	assert_string_equal(p.conf, path);
@@ -357,7 +402,7 @@ static void test_conf(void **state)
 	/* no file is no profile; a file that cannot be read is an error; empty: none */
 	setenv("HARP_CONF", "/nonexistent/harp.conf", 1);
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 1);
+	assert_string_equal(p.queues, "1");
 	setenv("HARP_CONF", "/tmp", 1);
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EIO);
 	assert_string_equal(err, "the node profile /tmp could not be read to its end");
@@ -384,7 +429,7 @@ static void test_load_env_unknown(void **state)
 	unsetenv("HARP_");
 
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
-	assert_int_equal(p.queues, 2);
+	assert_string_equal(p.queues, "2");
 	env_clear_harp();
 }
 
@@ -435,8 +480,8 @@ static void test_validate_fields(void **state)
 
 	(void)state;
 	params_defaults(&p);
-	p.queues = 0;
-	check_validate_fails(&p, "HARP_QUEUES=0 is invalid: expected an integer in 1..64");
+	strcpy(p.queues, "0");
+	check_validate_fails(&p, "HARP_QUEUES=0 is invalid: expected a count in 1..64");
 	params_defaults(&p);
 	p.port_base = 65500;
 	check_validate_fails(&p, "HARP_PORT_BASE=65500 is invalid");
@@ -516,7 +561,7 @@ static void test_dump(void **state)
 		assert_non_null(strstr(text, names[i]));
 	}
 	/* the table shows defaults, not p */
-	assert_non_null(strstr(text, "| `HARP_QUEUES` | `1` | 1..64 |"));
+	assert_non_null(strstr(text, "| `HARP_PORT_BASE` | `47000` | 1024..65472 |"));
 	/* a bare '|' inside a cell would break the table */
 	assert_non_null(strstr(text, "`auto`, `zerocopy`, `copy`"));
 	free(text);
@@ -528,6 +573,7 @@ int main(void)
 		cmocka_unit_test_setup(test_defaults, setup),
 		cmocka_unit_test_setup(test_int_valid, setup),
 		cmocka_unit_test_setup(test_int_invalid, setup),
+		cmocka_unit_test_setup(test_queues, setup),
 		cmocka_unit_test_setup(test_error_text, setup),
 		cmocka_unit_test_setup(test_str, setup),
 		cmocka_unit_test_setup(test_enum, setup),
