@@ -405,7 +405,8 @@ def targets(recs, cfg):
 
 # The cases each target's figures come from (by the target's number).
 TARGET_CASES = {"1": ["bandwidth"], "2": ["latency"], "3": ["msgrate"],
-                "4": ["bandwidth"], "5": ["fabric"], "6": ["growth"]}
+                "4": ["bandwidth"], "5": ["fabric"], "6": ["growth"],
+                "7": ["bandwidth", "latency", "msgrate", "fabric"]}
 
 
 def all_targets(recs, cfg):
@@ -475,6 +476,57 @@ def all_targets(recs, cfg):
         out.append(Target("6c", "growth: goodput on 2 queues / on 1 (%s connections)" %
                           q2.get("conns"), q2.get("gbps"), q1.get("gbps"),
                           ratio(q2.get("gbps"), q1.get("gbps")), None, None, "Gbit/s"))
+    return out + peer_targets(recs, cfg)
+
+
+def peer_targets(recs, cfg):
+    """harp beside each --peer-plugin (labels peer<k>-...), case by case; the fabric's goodput
+    and tail are held to the issue's goals, the rest reported."""
+    specs = [s for s in str(cfg.get("peer_plugins") or "").split("|") if s]
+    out = []
+    size = cfg.get("target_stream_size", 524288)
+    mtu0 = cfg.get("mtus", [1500])[0]
+    for k, spec in enumerate(specs, 1):
+        peer = "peer%d" % k
+        name = "%s (%s)" % (peer, os.path.basename(spec))
+        rows = []
+        for mtu in cfg.get("mtus", [1500, 3500]):
+            h = harp_stream_rate(recs, label="bandwidth", mtu=mtu, size=size, conns=1)
+            p = harp_stream_rate(recs, label=peer + "-bandwidth", mtu=mtu, size=size, conns=1)
+            rows.append(("stream goodput, 1 connection, %s messages, MTU %d" % (
+                human_size(size), mtu), h, p, None, None, "Gbit/s"))
+        flows = cfg.get("multi_conns")
+        h = harp_stream_rate(recs, label="multi", mtu=mtu0, conns=flows)
+        p = harp_stream_rate(recs, label=peer + "-multi", mtu=mtu0, conns=flows)
+        rows.append(("stream goodput, %s connections, MTU %d" % (flows, mtu0), h, p, None, None,
+                     "Gbit/s"))
+        for q in ("p50_us", "p99_us"):
+            hp = one(recs, tool="harp-perf", test="pingpong", role="client", size=8, mtu=mtu0,
+                     label="latency")
+            pp = one(recs, tool="harp-perf", test="pingpong", role="client", size=8, mtu=mtu0,
+                     label=peer + "-latency")
+            rows.append(("8 B ping-pong %s, MTU %d" % (q[:3], mtu0), hp.get(q) if hp else None,
+                         pp.get(q) if pp else None, None, None, "us"))
+        hm = one(recs, tool="harp-perf", test="msgrate", role="server", size=64, mtu=mtu0,
+                 label="msgrate")
+        pm = one(recs, tool="harp-perf", test="msgrate", role="server", size=64, mtu=mtu0,
+                 label=peer + "-msgrate")
+        rows.append(("64 B messages/s, MTU %d" % mtu0, hm.get("msgs_per_s") if hm else None,
+                     pm.get("msgs_per_s") if pm else None, None, None, "msg/s"))
+        if cfg.get("fabric"):
+            flows = cfg.get("fabric_flows")
+            h = harp_stream_rate(recs, label="fabric", conns=flows)
+            p = harp_stream_rate(recs, label=peer + "-fabric", conns=flows)
+            rows.append(("fabric goodput, %s connections" % flows, h, p, ">=", 1.0, "Gbit/s"))
+            hp = one(recs, tool="harp-perf", test="pingpong", role="client",
+                     label="fabric-latency")
+            pp = one(recs, tool="harp-perf", test="pingpong", role="client",
+                     label=peer + "-fabric-latency")
+            rows.append(("fabric 512 KiB ping-pong p99", hp.get("p99_us") if hp else None,
+                         pp.get("p99_us") if pp else None, "<=", 0.25, "us"))
+        for i, (what, h, p, op, goal, unit) in enumerate(rows):
+            out.append(Target("7%s%d" % (chr(ord("a") + k - 1), i + 1),
+                              "%s: harp / %s" % (what, name), h, p, ratio(h, p), op, goal, unit))
     return out
 
 
