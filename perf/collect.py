@@ -399,13 +399,14 @@ def ratio(a, b):
 
 def targets(recs, cfg):
     """The issue's targets, each from the cases it needs (all of them when cfg names none)."""
-    ran = set(cfg.get("cases") or ["bandwidth", "raw", "latency", "msgrate", "growth", "fabric"])
+    ran = set(cfg.get("cases") or ["bandwidth", "raw", "latency", "msgrate", "growth", "rss",
+                                  "fabric"])
     return [t for t in all_targets(recs, cfg) if ran & set(TARGET_CASES[t.num[0]])]
 
 
 # The cases each target's figures come from (by the target's number).
 TARGET_CASES = {"1": ["bandwidth"], "2": ["latency"], "3": ["msgrate"],
-                "4": ["bandwidth"], "5": ["fabric"], "6": ["growth"],
+                "4": ["bandwidth"], "5": ["fabric"], "6": ["growth", "rss"],
                 "7": ["bandwidth", "latency", "msgrate", "fabric"]}
 
 
@@ -476,6 +477,15 @@ def all_targets(recs, cfg):
         out.append(Target("6c", "growth: goodput on 2 queues / on 1 (%s connections)" %
                           q2.get("conns"), q2.get("gbps"), q1.get("gbps"),
                           ratio(q2.get("gbps"), q1.get("gbps")), None, None, "Gbit/s"))
+    rss = {q: one(recs, tool="harp-perf", test="stream", role="server", label="rss-q%d" % q)
+           for q in (1, 2, 4)}
+    for q in (2, 4):
+        if rss.get(1) and rss.get(q):
+            out.append(Target("6d", "rss (a hop whose flow hash picks the queue): goodput on %d "
+                              "queues / on 1 (%s connections)" % (q, rss[q].get("conns")),
+                              rss[q].get("gbps"), rss[1].get("gbps"),
+                              ratio(rss[q].get("gbps"), rss[1].get("gbps")), None, None,
+                              "Gbit/s"))
     return out + peer_targets(recs, cfg)
 
 
