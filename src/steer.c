@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
@@ -555,6 +556,14 @@ void steer_owner_text(const struct steer *s, int queue, char *buf, size_t len)
 	if (localtime_r(&since, &tm)) {
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	}
-	snprintf(buf, len, "harp process %u (%s)%s, which bound it at %s", o.pid, o.comm,
-		 o.pidns == pid_namespace() ? "" : " of another pid namespace (container)", when);
+	if (o.pidns != pid_namespace()) {
+		snprintf(buf, len, "harp process %u (%s) of another pid namespace (container), which "
+			 "bound it at %s", o.pid, o.comm, when);
+	} else if (kill((pid_t)o.pid, 0) && errno == ESRCH) {
+		/* the record outlived its writer (SIGKILL): whatever holds the queue now is not it */
+		snprintf(buf, len, "an AF_XDP socket; the last harp process recorded on it, %u (%s, "
+			 "bound at %s), has exited", o.pid, o.comm, when);
+	} else {
+		snprintf(buf, len, "harp process %u (%s), which bound it at %s", o.pid, o.comm, when);
+	}
 }
