@@ -510,11 +510,11 @@ def peer_targets(recs, cfg):
         p = harp_stream_rate(recs, label=peer + "-multi", mtu=mtu0, conns=flows)
         rows.append(("stream goodput, %s connections, MTU %d" % (flows, mtu0), h, p, None, None,
                      "Gbit/s"))
+        hp = one(recs, tool="harp-perf", test="pingpong", role="client", size=8, mtu=mtu0,
+                 label="latency")
+        pp = one(recs, tool="harp-perf", test="pingpong", role="client", size=8, mtu=mtu0,
+                 label=peer + "-latency")
         for q in ("p50_us", "p99_us"):
-            hp = one(recs, tool="harp-perf", test="pingpong", role="client", size=8, mtu=mtu0,
-                     label="latency")
-            pp = one(recs, tool="harp-perf", test="pingpong", role="client", size=8, mtu=mtu0,
-                     label=peer + "-latency")
             rows.append(("8 B ping-pong %s, MTU %d" % (q[:3], mtu0), hp.get(q) if hp else None,
                          pp.get(q) if pp else None, None, None, "us"))
         hm = one(recs, tool="harp-perf", test="msgrate", role="server", size=64, mtu=mtu0,

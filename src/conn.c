@@ -443,9 +443,17 @@ struct ack_tally {
 	uint32_t touched;		      /* bit per path */
 };
 
-static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t)
+/* Acks one record into t; *newly counts the records this ack acked (t starts empty at 0). */
+static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t,
+		    uint32_t *newly)
 {
 	struct conn_path *p = &c->paths[rec->path];
+
+	if (!(*newly)++) {
+		t->touched = 0;
+		memset(t->newly, 0, sizeof(t->newly));
+		memset(t->newest_sent, 0, sizeof(t->newest_sent));
+	}
 
 	rec->acked = true;
 	if (rec->in_pipe) {
@@ -581,13 +589,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 		struct tx_rec *rec = rec_of(c, c->snd_una);
 
 		if (!rec->acked) {
-			if (!newly) {
-				t.touched = 0;
-				memset(t.newly, 0, sizeof(t.newly));
-				memset(t.newest_sent, 0, sizeof(t.newest_sent));
-			}
-			ack_rec(c, rec, &t);
-			newly++;
+			ack_rec(c, rec, &t, &newly);
 		}
 		c->snd_una++;
 	}
@@ -610,13 +612,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 		}
 		rec = rec_of(c, psn);
 		if (!rec->acked) {
-			if (!newly) {
-				t.touched = 0;
-				memset(t.newly, 0, sizeof(t.newly));
-				memset(t.newest_sent, 0, sizeof(t.newest_sent));
-			}
-			ack_rec(c, rec, &t);
-			newly++;
+			ack_rec(c, rec, &t, &newly);
 		}
 		if (psn_before(c->highest_acked, psn + 1)) {
 			c->highest_acked = psn + 1;
