@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -259,6 +260,11 @@ static hnccl_result_t drv_profiler(void **event_handle, int type, void *phandle,
 
 /* ---- the driver's state ---------------------------------------------------------------------- */
 
+struct loop_mark {
+	double wall, cpu; /* seconds: CLOCK_MONOTONIC and this thread's CPU time */
+	long voluntary, involuntary;
+};
+
 struct drv {
 	struct opts o;
 	void *lib;
@@ -276,6 +282,14 @@ struct drv {
 	hnccl_result_t err_res;
 	double err_time, last_done_time;
 	struct timespec err_realtime;
+	/* peer-kill: the longest pause of this side's own progress loop (off CPU or inside one
+	 * plugin call) since the last message completed, so a late error can be told from a
+	 * side that could not run */
+	struct loop_stall {
+		double wall, cpu; /* seconds */
+		long voluntary, involuntary;	/* context switches during it */
+	} stall;
+	struct loop_mark mark; /* where the current round began */
 	void *phandle_dummy[MAX_GROUP]; /* what v10+ isend/irecv get as profiler handles */
 };
 
@@ -795,6 +809,38 @@ static int flow_teardown(struct flow *f)
 	return rc;
 }
 
+static void loop_mark(struct loop_mark *m)
+{
+	struct rusage ru;
+	struct timespec ts;
+
+	m->wall = rdv_now();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	m->cpu = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	getrusage(RUSAGE_THREAD, &ru);
+	m->voluntary = ru.ru_nvcsw;
+	m->involuntary = ru.ru_nivcsw;
+}
+
+/* Keeps the longest pause between two rounds of the progress loop since the last message
+ * completed (peer-kill only). */
+static void loop_round(struct drv *d)
+{
+	struct loop_mark *last = &d->mark;
+	struct loop_mark now;
+
+	loop_mark(&now);
+	if (now.wall - last->wall > d->stall.wall) {
+		d->stall = (struct loop_stall){
+			.wall = now.wall - last->wall,
+			.cpu = now.cpu - last->cpu,
+			.voluntary = now.voluntary - last->voluntary,
+			.involuntary = now.involuntary - last->involuntary,
+		};
+	}
+	*last = now;
+}
+
 /*
  * A data call failed: reported (-1); under peer-kill only recorded (-1, which ends the run); on a
  * flow the peer may abort at any time, noted, and the flow posts nothing more (0).
@@ -811,6 +857,7 @@ static int flow_error(struct flow *f, const char *call, uint64_t k, hnccl_result
 	}
 	if (d->expect_error) {
 		if (!d->err_res) {
+			loop_round(d); /* the round that saw the error counts too */
 			d->err_res = res;
 			d->err_time = rdv_now();
 			clock_gettime(CLOCK_REALTIME, &d->err_realtime);
@@ -949,6 +996,7 @@ static int flow_test(struct flow *f)
 	}
 	d->messages++;
 	d->last_done_time = rdv_now();
+	d->stall = (struct loop_stall){ 0 };
 	f->done++;
 	if (d->mark_flowing && d->messages == 1) {
 		char name[32];
@@ -974,7 +1022,11 @@ static int run_flows(struct drv *d, struct flow **flows, int n, double deadline)
 	int i, rc;
 	bool busy;
 
+	loop_mark(&d->mark);
 	do {
+		if (d->expect_error) {
+			loop_round(d);
+		}
 		busy = false;
 		for (i = 0; i < n; i++) {
 			struct flow *f = flows[i];
@@ -1711,6 +1763,10 @@ static void print_time_to_error(struct drv *d)
 			 d->err_realtime.tv_nsec / 1000;
 		printf("time_to_error_ms=%lld\n", (err_us - signalled_us) / 1000);
 	}
+	/* The longest pause of the progress loop between the last message and the error: with
+	 * little CPU time in it, this side was not running (starved or blocked). */
+	printf("stall_ms=%.0f\nstall_cpu_ms=%.0f\nstall_switches=%ld voluntary, %ld involuntary\n",
+	       d->stall.wall * 1000, d->stall.cpu * 1000, d->stall.voluntary, d->stall.involuntary);
 	fclose(f);
 }
 
