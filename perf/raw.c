@@ -332,14 +332,9 @@ static int raw_params(struct raw_run *r)
 static int raw_interface(struct raw_run *r)
 {
 	const struct harp_params *p = &r->params;
-	char msg[256];
-	int err, frame_mtu;
+	char msg[512];
+	int err, frame_mtu, take_free;
 
-	r->nids = params_queue_ids(p, r->queue_ids, msg, sizeof(msg));
-	if (r->nids < 0) {
-		raw_err("%s", msg);
-		return r->nids;
-	}
 	err = netinfo_interface(p->ifname, &r->ifi);
 	if (err) {
 		raw_err("interface %s: %s", p->ifname, strerror(-err));
@@ -349,10 +344,15 @@ static int raw_interface(struct raw_run *r)
 		raw_err("interface %s has no IPv4 address", p->ifname);
 		return -EADDRNOTAVAIL;
 	}
-	if (r->ifi.rx_queues > 0 && r->queue_ids[r->nids - 1] >= r->ifi.rx_queues) {
-		raw_err("HARP_QUEUES=%s names queue %d but %s has %d rx queues", p->queues,
-			r->queue_ids[r->nids - 1], p->ifname, r->ifi.rx_queues);
-		return -EINVAL;
+	/* auto: every queue (the raw runs are alone on the interface) */
+	r->nids = params_pick_queues(p, r->ifi.rx_queues, r->queue_ids, &take_free, msg,
+				     sizeof(msg));
+	if (r->nids < 0) {
+		raw_err("%s", msg);
+		return r->nids;
+	}
+	if (take_free && r->nids > take_free) {
+		r->nids = take_free;
 	}
 	r->ip_mtu = r->ifi.mtu;
 	if (p->mtu && p->mtu < r->ip_mtu) {
@@ -390,7 +390,7 @@ static int raw_open(struct raw_run *r)
 	}
 	for (q = 0; q < r->nids; q++) {
 		err = xsk_port_open(&r->q[q].port, r->ifi.name, r->queue_ids[q], p,
-				    r->steer.xsks_map_fd);
+				    r->steer.xsks_map_fd, XSK_BUSY_WAIT_MS);
 		if (err) {
 			raw_err("AF_XDP socket on %s queue %d: %s", r->ifi.name, r->queue_ids[q],
 				strerror(-err));

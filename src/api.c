@@ -98,14 +98,9 @@ bad:
 static int ctx_interface(struct harp_ctx *ctx)
 {
 	struct harp_params *p = &ctx->params;
-	char msg[256];
+	char msg[512];
 	int err, frame_mtu;
 
-	ctx->nqueues = params_queue_ids(p, ctx->queue_ids, msg, sizeof(msg));
-	if (ctx->nqueues < 0) { /* params_validate has checked it already */
-		pr_err("%s", msg);
-		return ctx->nqueues;
-	}
 	err = netinfo_interface(p->ifname, &ctx->ifi);
 	if (err) {
 		pr_err("interface %s: %s%s", p->ifname, strerror(-err),
@@ -117,12 +112,11 @@ static int ctx_interface(struct harp_ctx *ctx)
 		       p->ifname);
 		return -EADDRNOTAVAIL;
 	}
-	if (ctx->ifi.rx_queues > 0 && ctx->queue_ids[ctx->nqueues - 1] >= ctx->ifi.rx_queues) {
-		pr_err("HARP_QUEUES=%s names queue %d, but %s has %d rx queues (0..%d; raise them "
-		       "with ethtool -L)",
-		       p->queues, ctx->queue_ids[ctx->nqueues - 1], p->ifname, ctx->ifi.rx_queues,
-		       ctx->ifi.rx_queues - 1);
-		return -EINVAL;
+	ctx->nqueues = params_pick_queues(p, ctx->ifi.rx_queues, ctx->queue_ids,
+					  &ctx->queues_take_free, msg, sizeof(msg));
+	if (ctx->nqueues < 0) {
+		pr_err("%s", msg);
+		return ctx->nqueues;
 	}
 	ctx->ip_mtu = ctx->ifi.mtu;
 	if (p->mtu && p->mtu < ctx->ip_mtu) {
@@ -143,9 +137,70 @@ static int ctx_interface(struct harp_ctx *ctx)
 	return 0;
 }
 
+static void report_queue_taken(struct harp_ctx *ctx, int queue)
+{
+	char owner[160];
+
+	steer_owner_text(&ctx->steer, queue, owner, sizeof(owner));
+	pr_err("queue %d of %s is taken by %s; harp processes sharing an interface each need their "
+	       "own queues (HARP_QUEUES=%s here%s)",
+	       queue, ctx->ifi.name,
+	       owner[0] ? owner : "an AF_XDP socket of a process harp has no record of",
+	       ctx->params.queues,
+	       ctx->queues_take_free ? "" : ": give this one others, e.g. a list such as 4-7, or auto");
+}
+
+/* One engine per queue picked; with auto alone, the first free ones, up to the limit. */
+static int ctx_engines(struct harp_ctx *ctx)
+{
+	int q, err, held = 0;
+
+	for (q = 0; q < ctx->nqueues; q++) {
+		if (ctx->queues_take_free && ctx->nengines == ctx->queues_take_free) {
+			break;
+		}
+		err = engine_init(&ctx->engines[ctx->nengines], ctx, ctx->queue_ids[q],
+				  ctx->queues_take_free ? 0 : XSK_BUSY_WAIT_MS);
+		if (err == -EBUSY && ctx->queues_take_free) {
+			pr_debug("queue %d of %s is held by another process; HARP_QUEUES=auto "
+				 "passes it by", ctx->queue_ids[q], ctx->ifi.name);
+			held++;
+			continue;
+		}
+		if (err == -EBUSY) {
+			report_queue_taken(ctx, ctx->queue_ids[q]);
+		}
+		if ((err == -ENOMEM || err == -ENOBUFS) && ctx->queues_take_free && ctx->nengines) {
+			pr_info("HARP_QUEUES=auto: no memory for a UMEM on queue %d of %s; running "
+				"the %d queue(s) already open", ctx->queue_ids[q], ctx->ifi.name,
+				ctx->nengines);
+			break;
+		}
+		if (err) {
+			return err;
+		}
+		ctx->nengines++;
+	}
+	if (!ctx->nengines) {
+		pr_err("HARP_QUEUES=auto: all %d rx queues of %s are held by other processes; give "
+		       "each process its own with HARP_QUEUES, or have the launcher set LOCAL_RANK "
+		       "and LOCAL_WORLD_SIZE so that auto shares them out",
+		       held, ctx->ifi.name);
+		report_queue_taken(ctx, ctx->queue_ids[0]);
+		return -EBUSY;
+	}
+	for (q = 0; q < ctx->nengines; q++) {
+		ctx->queue_ids[q] = ctx->engines[q].queue; /* the queues actually run */
+	}
+	ctx->nqueues = ctx->nengines;
+	return 0;
+}
+
 struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 {
 	struct harp_ctx *ctx = calloc(1, sizeof(*ctx));
+	char queues[192];
+	uint64_t bits = 0;
 	int err, q;
 
 	if (!ctx) {
@@ -174,20 +229,21 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		err = -ENOMEM;
 		goto err_steer;
 	}
-	for (q = 0; q < ctx->nqueues; q++) {
-		err = engine_init(&ctx->engines[q], ctx, ctx->queue_ids[q]);
-		if (err) {
-			goto err_engines;
-		}
-		ctx->nengines++;
+	err = ctx_engines(ctx);
+	if (err) {
+		goto err_engines;
 	}
 	err = engine_keeper_start(ctx);
 	if (err) {
 		goto err_engines;
 	}
-	pr_info("%s: %d queue(s), AF_XDP %s mode, IP MTU %d (%u payload bytes per packet), UMEM "
-		"on %s",
-		ctx->ifi.name, ctx->nengines,
+	for (q = 0; q < ctx->nengines; q++) {
+		bits |= 1ull << ctx->engines[q].queue;
+	}
+	queue_set_text(queues, sizeof(queues), bits);
+	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode, IP MTU %d (%u payload bytes "
+		"per packet), UMEM on %s",
+		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
 		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy", ctx->ip_mtu, ctx->payload_max,
 		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
 	return ctx;

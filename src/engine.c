@@ -21,7 +21,7 @@
 #define CONN_BURST 64		     /* packets one connection may send per round */
 #define CTRL_PERIOD_NS (2 * 1000000ull) /* how often control sockets are looked at */
 
-int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue)
+int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue, int busy_wait_ms)
 {
 	int err;
 
@@ -33,19 +33,9 @@ int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue)
 	if (e->epfd < 0) {
 		return -errno;
 	}
-	err = xsk_port_open(&e->port, ctx->ifi.name, queue, &ctx->params, ctx->steer.xsks_map_fd);
-	if (err) {
-		if (err == -EBUSY) {
-			char owner[160];
-
-			steer_owner_text(&ctx->steer, queue, owner, sizeof(owner));
-			pr_err("queue %d of %s is taken by %s; harp processes sharing an interface "
-			       "each need their own queues (HARP_QUEUES=%s here: give this one others, "
-			       "e.g. a list such as 4-7)",
-			       queue, ctx->ifi.name,
-			       owner[0] ? owner : "an AF_XDP socket of a process harp has no record of",
-			       ctx->params.queues);
-		}
+	err = xsk_port_open(&e->port, ctx->ifi.name, queue, &ctx->params, ctx->steer.xsks_map_fd,
+			    busy_wait_ms);
+	if (err) { /* -EBUSY: another socket holds the queue; the caller says whose */
 		close(e->epfd);
 		e->epfd = -1;
 		return err;
@@ -376,22 +366,6 @@ static void reap_closed(struct harp_engine *e)
 	}
 }
 
-static void queue_list(char *out, size_t len, uint64_t bits)
-{
-	size_t used = 0;
-	int q;
-
-	out[0] = '\0';
-	for (q = 0; q < 64 && used < len; q++) {
-		if (bits & (1ull << q)) {
-			used += (size_t)snprintf(out + used, len - used, "%s%d", used ? "," : "", q);
-		}
-	}
-	if (!used) {
-		snprintf(out, len, "none");
-	}
-}
-
 /* No port pair reached the peer's engine in HARP_CONNECT_TIMEOUT_MS: say why, as far as we can. */
 static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t now)
 {
@@ -403,7 +377,7 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	}
 	/* The peer's probes for this connection, as our XDP program recorded them, usually fail
 	 * the same way ours did. */
-	queue_list(seen, sizeof(seen), steer_probe_queues(&e->ctx->steer, c->id, c->token));
+	queue_set_text(seen, sizeof(seen), steer_probe_queues(&e->ctx->steer, c->id, c->token));
 	pr_err("conn %u: none of %llu probes over random UDP port pairs reached the engine of peer "
 	       "%s that owns this connection within HARP_CONNECT_TIMEOUT_MS=%d; here, the peer's "
 	       "probes arrived on rx queue(s) %s of %s while this connection's engine runs queue %d "

@@ -40,6 +40,7 @@ struct harp_ctx {
 	struct steer steer;
 	int queue_ids[HARP_MAX_QUEUES]; /* HARP_QUEUES, ascending: engine i runs queue_ids[i] */
 	int nqueues;
+	int queues_take_free; /* auto, alone: take this many of queue_ids, the ones not held */
 	int nengines;
 	struct harp_engine *engines;
 	int ip_mtu;
@@ -57,7 +58,7 @@ struct harp_ctx {
 int engine_keeper_start(struct harp_ctx *ctx);
 void engine_keeper_stop(struct harp_ctx *ctx);
 
-int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue);
+int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue, int busy_wait_ms);
 void engine_fini(struct harp_engine *e);
 /* Runs the engine once if no other thread is. Returns packets handled, or 0 when busy. */
 int engine_progress(struct harp_engine *e);

@@ -59,12 +59,26 @@ int params_load_env(struct harp_params *p, char *err, size_t errlen);
 /* Cross-field checks (frame_count a power of two, queues within port_count, ...). */
 int params_validate(const struct harp_params *p, char *err, size_t errlen);
 #define HARP_MAX_QUEUES 64 /* queue numbers 0..63 */
+/* A set of queues (bit q: queue q) as text, e.g. "0-3,6", or "none". */
+void queue_set_text(char *out, size_t len, uint64_t bits);
+#define HARP_AUTO_QUEUES_MAX 8 /* HARP_QUEUES=auto takes at most this many */
 /*
  * The queues HARP_QUEUES names, ascending, into ids (room for HARP_MAX_QUEUES): a count N is
- * queues 0..N-1; a list (with a ',' or '-') names them, e.g. "0,2-3". Returns how many, or -EINVAL
- * with err saying what is wrong.
+ * queues 0..N-1; a list (with a ',' or '-') names them, e.g. "0,2-3". Returns how many, 0 for
+ * auto (params_pick_queues decides), or -EINVAL with err saying what is wrong.
  */
 int params_queue_ids(const struct harp_params *p, int *ids, char *err, size_t errlen);
+/*
+ * The queues this process runs on, on an interface with nic_queues rx queues (0: unknown; auto
+ * then takes one), ascending into ids. A count or list must fit the interface. auto is this rank's
+ * share of the queues when the launcher says which of how many ranks on the node this is
+ * (LOCAL_RANK and LOCAL_WORLD_SIZE; Open MPI's, MPICH's and Slurm's equivalents), at most
+ * HARP_AUTO_QUEUES_MAX and HARP_PORT_COUNT; alone, every queue is a candidate and *take_free
+ * says how many of them to take, the first that no other process holds (0: take all of ids).
+ * Returns how many ids, or a negative errno with err naming what is wrong.
+ */
+int params_pick_queues(const struct harp_params *p, int nic_queues, int *ids, int *take_free,
+		       char *err, size_t errlen);
 
 /* ---- ifmatch.c: NCCL_SOCKET_IFNAME-style interface lists ---- */
 /* Does the interface name match spec (NULL or "": the default list)? */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -14,23 +15,41 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <linux/ethtool.h>
 #include <linux/neighbour.h>
+#include <linux/sockios.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 
 #include "netinfo.h"
 
-static int count_queues(const char *ifname, const char *prefix)
+/* The interface's queues in /sys, if /sys shows this network namespace's interface (nsenter
+ * and some runtimes leave another namespace's /sys mounted, where the name may mean another
+ * device): 0 when it cannot tell. */
+static int sysfs_queues(const char *ifname, int ifindex, const char *prefix)
 {
 	char path[128];
 	struct dirent *de;
 	DIR *d;
-	int n = 0;
+	FILE *f;
+	int n = 0, idx = -1;
 
+	snprintf(path, sizeof(path), "/sys/class/net/%s/ifindex", ifname);
+	f = fopen(path, "r");
+	if (!f) {
+		return 0;
+	}
+	if (fscanf(f, "%d", &idx) != 1) {
+		idx = -1;
+	}
+	fclose(f);
+	if (idx != ifindex) {
+		return 0;
+	}
 	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
 	d = opendir(path);
 	if (!d) {
-		return -errno;
+		return 0;
 	}
 	while ((de = readdir(d))) {
 		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
@@ -39,6 +58,22 @@ static int count_queues(const char *ifname, const char *prefix)
 	}
 	closedir(d);
 	return n;
+}
+
+/* The queues in use, as ethtool -l shows them (combined channels plus rx-only or tx-only ones),
+ * asked in this network namespace; else /sys; 0 when neither tells. */
+static void count_queues(int fd, struct ifreq *ifr, struct if_info *info)
+{
+	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
+
+	ifr->ifr_data = (char *)&ch;
+	if (!ioctl(fd, SIOCETHTOOL, ifr) && ch.combined_count + ch.rx_count > 0) {
+		info->rx_queues = (int)(ch.combined_count + ch.rx_count);
+		info->tx_queues = (int)(ch.combined_count + ch.tx_count);
+		return;
+	}
+	info->rx_queues = sysfs_queues(info->name, info->ifindex, "rx-");
+	info->tx_queues = sysfs_queues(info->name, info->ifindex, "tx-");
 }
 
 int netinfo_interface(const char *ifname, struct if_info *info)
@@ -75,8 +110,7 @@ int netinfo_interface(const char *ifname, struct if_info *info)
 	if (!ioctl(fd, SIOCGIFADDR, &ifr)) {
 		info->ipv4 = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
 	}
-	info->rx_queues = count_queues(ifname, "rx-");
-	info->tx_queues = count_queues(ifname, "tx-");
+	count_queues(fd, &ifr, info);
 out:
 	close(fd);
 	return err;

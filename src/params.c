@@ -463,12 +463,15 @@ int params_queue_ids(const struct harp_params *p, int *ids, char *err, size_t er
 	bool used[HARP_MAX_QUEUES] = { false };
 	int n = 0, q, lo, hi;
 
+	if (!strcmp(spec, "auto")) {
+		return 0;
+	}
 	if (!strpbrk(spec, ",-")) {
 		lo = queue_number(&s, HARP_MAX_QUEUES);
 		if (lo < 1 || *s) {
 			params_error(err, errlen,
-				     "HARP_QUEUES=%s is invalid: expected a count in 1..%d or a list "
-				     "of queues 0..%d such as 2,3 or 4-7 (%s)",
+				     "HARP_QUEUES=%s is invalid: expected auto, a count in 1..%d or a "
+				     "list of queues 0..%d such as 2,3 or 4-7 (%s)",
 				     spec, HARP_MAX_QUEUES, HARP_MAX_QUEUES - 1,
 				     params_find("HARP_QUEUES")->doc);
 			return -EINVAL;
@@ -510,6 +513,136 @@ int params_queue_ids(const struct harp_params *p, int *ids, char *err, size_t er
 		}
 	}
 	return n;
+}
+
+void queue_set_text(char *out, size_t len, uint64_t bits)
+{
+	size_t used = 0;
+	int q, hi;
+
+	out[0] = '\0';
+	for (q = 0; q < 64 && used < len; q++) {
+		if (!(bits & (1ull << q))) {
+			continue;
+		}
+		for (hi = q; hi < 63 && (bits & (1ull << (hi + 1))); hi++) {
+		}
+		used += (size_t)(hi > q ? snprintf(out + used, len - used, "%s%d-%d",
+						   used ? "," : "", q, hi)
+					: snprintf(out + used, len - used, "%s%d", used ? "," : "", q));
+		q = hi;
+	}
+	if (!used) {
+		snprintf(out, len, "none");
+	}
+}
+
+/* Where launchers say which rank on the node this is, and how many ranks the node runs. */
+static const struct {
+	const char *rank, *size, *who;
+} local_rank_vars[] = {
+	{ "LOCAL_RANK", "LOCAL_WORLD_SIZE", "torchrun" },
+	{ "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI" },
+	{ "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "MPICH" },
+	{ "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "Slurm" },
+};
+
+static int env_count(const char *name, long *v, char *err, size_t errlen)
+{
+	const char *s = getenv(name);
+	char *end;
+
+	errno = 0;
+	*v = strtol(s, &end, 10);
+	if (errno || end == s || *end || *v < 0 || *v > 1000000) {
+		params_error(err, errlen,
+			     "%s=%s is invalid: expected a whole number (HARP_QUEUES=auto reads it "
+			     "to share the NIC's queues among the node's ranks; or set HARP_QUEUES)",
+			     name, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* This rank's place on the node: 1 with *rank of *size, 0 when no launcher says, or -EINVAL. */
+static int local_rank(long *rank, long *size, const char **who, char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(local_rank_vars); i++) {
+		if (!getenv(local_rank_vars[i].rank) || !getenv(local_rank_vars[i].size)) {
+			continue;
+		}
+		if (env_count(local_rank_vars[i].rank, rank, err, errlen) ||
+		    env_count(local_rank_vars[i].size, size, err, errlen)) {
+			return -EINVAL;
+		}
+		if (*rank >= *size) {
+			params_error(err, errlen,
+				     "%s=%ld is invalid with %s=%ld: expected a rank below the count",
+				     local_rank_vars[i].rank, *rank, local_rank_vars[i].size, *size);
+			return -EINVAL;
+		}
+		*who = local_rank_vars[i].who;
+		return 1;
+	}
+	return 0;
+}
+
+int params_pick_queues(const struct harp_params *p, int nic_queues, int *ids, int *take_free,
+		       char *err, size_t errlen)
+{
+	long limit = p->port_count < HARP_AUTO_QUEUES_MAX ? p->port_count : HARP_AUTO_QUEUES_MAX;
+	const char *who = NULL;
+	long rank, size, share;
+	int n, q, rc;
+
+	*take_free = 0;
+	if (nic_queues > HARP_MAX_QUEUES) {
+		nic_queues = HARP_MAX_QUEUES;
+	}
+	n = params_queue_ids(p, ids, err, errlen);
+	if (n > 0 && nic_queues > 0 && ids[n - 1] >= nic_queues) {
+		params_error(err, errlen,
+			     "HARP_QUEUES=%s names queue %d, but %s has %d rx queues (0..%d; raise "
+			     "them with ethtool -L, or set HARP_QUEUES=auto)",
+			     p->queues, ids[n - 1], p->ifname, nic_queues, nic_queues - 1);
+		return -EINVAL;
+	}
+	if (n) {
+		return n; /* unknown queue count: the bind says whether the queue exists */
+	}
+	if (nic_queues < 1) {
+		nic_queues = 1;
+	}
+	rc = local_rank(&rank, &size, &who, err, errlen);
+	if (rc < 0) {
+		return rc;
+	}
+	if (!rc || size == 1) {
+		for (q = 0; q < nic_queues; q++) {
+			ids[q] = q;
+		}
+		*take_free = (int)limit;
+		return nic_queues;
+	}
+	/* Contiguous shares, the same split in every rank, so ranks never contend for a queue. */
+	if (size > nic_queues) {
+		params_error(err, errlen,
+			     "HARP_QUEUES=auto: %s runs %ld ranks on this node but %s has %d rx "
+			     "queues, and each harp process needs a queue of its own (raise them "
+			     "with ethtool -L %s combined %ld, or set HARP_QUEUES per rank)",
+			     who, size, p->ifname, nic_queues, p->ifname, size);
+		return -EBUSY;
+	}
+	share = nic_queues / size;
+	if (share > limit) {
+		share = limit;
+	}
+	for (q = 0; q < share; q++) {
+		ids[q] = (int)(rank * (nic_queues / size) + q);
+	}
+	return (int)share;
 }
 
 int params_validate(const struct harp_params *p, char *err, size_t errlen)

@@ -18,7 +18,6 @@
 #endif
 
 /* How long a bind waits for a queue that a process which just exited still holds. */
-#define XSK_BUSY_WAIT_MS 1000
 
 static int fill_all(struct xsk_port *p)
 {
@@ -97,7 +96,7 @@ static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bi
 }
 
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
-		  const struct harp_params *params, int xsks_map_fd)
+		  const struct harp_params *params, int xsks_map_fd, int busy_wait_ms)
 {
 	uint32_t nframes = (uint32_t)params->frame_count, fsize = (uint32_t)params->frame_size;
 	struct xsk_umem_config ucfg = {
@@ -136,8 +135,9 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 			       " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
 			goto err_pool;
 		}
-		err = open_socket(p, ifname, queue, params->bind_mode, waited_ms < XSK_BUSY_WAIT_MS);
-		if (err != -EBUSY || waited_ms >= XSK_BUSY_WAIT_MS) {
+		err = open_socket(p, ifname, queue, params->bind_mode,
+				  !busy_wait_ms || waited_ms < busy_wait_ms);
+		if (err != -EBUSY || waited_ms >= busy_wait_ms) {
 			break;
 		}
 		xsk_umem__delete(p->umem);

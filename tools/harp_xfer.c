@@ -99,7 +99,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: harp-xfer server|client --ifname IF --handle-file PATH [--queues N]\n"
-		"       (without --queues: HARP_QUEUES, a count or a list such as 2-3)\n"
+		"       (without --queues: HARP_QUEUES, auto by default, a count or a list such as 2-3)\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
 		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--quiet]\n");
 }

@@ -156,7 +156,7 @@ for m in xsks_map counters harp_config probe_queues; do
 	[[ -e $pins/$xa/$m ]] || fail_case "up pinned $pins/$xa/$m" "missing"
 done
 if grep -qx "HARP_IFNAME==$xa" "$conf" && grep -qx "HARP_PIN_ROOT=$pins" "$conf" &&
-	grep -qx "HARP_QUEUES=1" "$conf" && grep -qx "HARP_PORT_BASE=47000" "$conf"; then
+	grep -qx "HARP_QUEUES=auto" "$conf" && grep -qx "HARP_PORT_BASE=47000" "$conf"; then
 	pass "up wrote the node profile"
 else
 	fail_case "the node profile" "$(cat "$conf" 2>&1)"

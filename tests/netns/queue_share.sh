@@ -12,9 +12,13 @@
 #   two    2 servers on B (queues 0-1 and 2-3) and 2 clients on A (likewise), pair k moving
 #          verified data both ways at once
 #   four   4 servers and 4 clients, one queue each
+#   ranks  HARP_QUEUES=auto (the default) with LOCAL_RANK 0 and 1 of LOCAL_WORLD_SIZE=2, as
+#          torchrun sets them: 2 servers and 2 clients that must pick queues 0-1 and 2-3
 #   taken  while a server holds B's queue 1, a fifth asking for it exits 1 within 5 s, its error
 #          naming the queue and the holder (its pid and name, from the pinned queue_owners map)
 #   kill   that holder SIGKILLed: a new server gets queue 1 at once and moves verified data
+#   alone  auto without a launcher's variables: a server takes all 4 queues and moves verified
+#          data; while it runs, a second auto server is refused (exit 1), naming a holder
 # Every transfer must verify every byte on both ends. The binary is $HARP_XFER (default
 # ${BUILD_DIR:-build}/harp-xfer). Exits 0 when every case holds, 1 if one does not, 77 if it
 # cannot run here.
@@ -80,10 +84,13 @@ key() {
 }
 
 # start_side NAME ROLE QUEUES: a harp-xfer of ROLE (server in B, client in A) on HARP_QUEUES,
-# output in $tmp/NAME.{out,err}; its wrapper's pid in spawned_pid.
+# output in $tmp/NAME.{out,err}; its wrapper's pid in spawned_pid. QUEUES "auto:R/N" runs with
+# HARP_QUEUES unset (auto) as local rank R of N ranks (LOCAL_RANK, LOCAL_WORLD_SIZE); "auto"
+# with neither.
 xfer_args=(--bidir --conns 2 --sizes "0,4095,1M" --count 4 --timeout 60)
 start_side() {
 	local name=$1 role=$2 queues=$3 ns ifn handle
+	local -a env_words=(HARP_QUEUES="$queues")
 	handle="$tmp/${name%.*}.handle"
 	if [[ $role == server ]]; then
 		ns=$ns_b ifn=$if_b
@@ -91,10 +98,26 @@ start_side() {
 	else
 		ns=$ns_a ifn=$if_a
 	fi
-	spawn_bounded 90 nsenter --net="/run/netns/$ns" env HARP_CONF="$conf" HARP_QUEUES="$queues" \
-		HARP_LOG_LEVEL=info "$xfer" "$role" --ifname "$ifn" --handle-file "$handle" \
+	if [[ $queues == auto:* ]]; then
+		queues=${queues#auto:}
+		env_words=(LOCAL_RANK="${queues%/*}" LOCAL_WORLD_SIZE="${queues#*/}")
+	elif [[ $queues == auto ]]; then
+		env_words=()
+	fi
+	spawn_bounded 90 nsenter --net="/run/netns/$ns" env -u HARP_QUEUES -u LOCAL_RANK \
+		-u LOCAL_WORLD_SIZE HARP_CONF="$conf" "${env_words[@]}" HARP_LOG_LEVEL=info \
+		"$xfer" "$role" --ifname "$ifn" --handle-file "$handle" \
 		"${xfer_args[@]}" >"$tmp/$name.out" 2>"$tmp/$name.err"
 	pids+=("$spawned_pid")
+}
+
+# ran_on NAME QUEUES: harp's start-up line in NAME's stderr says it ran exactly QUEUES.
+ran_on() {
+	local line
+	line=$(grep -m1 -o "$if_a: [0-9]* queue(s) ([^,]*,\|$if_b: [0-9]* queue(s) ([^,]*," \
+		"$tmp/$1.err" || true)
+	echo "queue_share: $1: ${line:-no start-up line}"
+	[[ $line == *"($2," ]] || report "$1: expected harp to run queues $2"
 }
 
 # wait_handle NAME: until server NAME has written its handle (10 s at most).
@@ -148,6 +171,11 @@ run_group() {
 
 run_group two 0-1 2-3
 run_group four 0-0 1-1 2-2 3-3
+run_group ranks auto:0/2 auto:1/2
+for side in server client; do
+	ran_on "ranks0.$side" 0-1
+	ran_on "ranks1.$side" 2-3
+done
 
 # taken: a server holds queue 1 (it waits for its client), a fifth asks for queue 1 too.
 start_side held.server server 1-1
@@ -183,5 +211,27 @@ else
 fi
 wait "$held_wrapper" 2>/dev/null || true
 run_group kill 1-1
+
+# alone: auto with no launcher takes every free queue; a second such server finds none.
+start_side alone0.server server auto
+alone_wrapper=$spawned_pid
+wait_handle alone0 || report "alone: the server wrote no handle"
+start_side second.server server auto
+rc=0
+wait "$spawned_pid" || rc=$?
+echo "queue_share: alone: a second auto server exited $rc:" \
+	"$(grep -m1 'HARP_QUEUES=auto' "$tmp/second.server.err" || echo '(no such line)')"
+if ((rc != 1)) || ! grep -q "all 4 rx queues of $if_b are held by other processes" \
+	"$tmp/second.server.err" || ! grep -q "is taken by harp process" "$tmp/second.server.err"; then
+	report "alone: expected the second auto server to exit 1 saying every queue is held, by whom"
+	tail -n 5 "$tmp/second.server.err" | sed 's/^/    | /'
+fi
+start_side alone0.client client auto
+rc_c=0 rc_s=0
+wait "$spawned_pid" || rc_c=$?
+wait "$alone_wrapper" || rc_s=$?
+check_pair alone0 "$rc_s" "$rc_c"
+ran_on alone0.server 0-3
+ran_on alone0.client 0-3
 echo "queue_share: result=$( ((fail)) && echo FAIL || echo PASS)"
 exit "$fail"

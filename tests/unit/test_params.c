@@ -50,10 +50,20 @@ static void env_clear_harp(void)
 	}
 }
 
+static const char *const launcher_vars[] = {
+	"LOCAL_RANK",	   "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+	"MPI_LOCALRANKID", "MPI_LOCALNRANKS",  "SLURM_LOCALID",		     "SLURM_NTASKS_PER_NODE",
+};
+
 static int setup(void **state)
 {
+	size_t i;
+
 	(void)state;
 	env_clear_harp();
+	for (i = 0; i < sizeof(launcher_vars) / sizeof(launcher_vars[0]); i++) {
+		unsetenv(launcher_vars[i]);
+	}
 	setenv("HARP_CONF", "", 1); /* this machine's node profile, if it has one, stays out */
 	return 0;
 }
@@ -67,7 +77,7 @@ static void test_defaults(void **state)
 	memset(&p, 0xa5, sizeof(p));
 	params_defaults(&p);
 	assert_string_equal(p.ifname, "");
-	assert_string_equal(p.queues, "1");
+	assert_string_equal(p.queues, "auto");
 	assert_int_equal(p.port_base, 47000);
 	assert_int_equal(p.port_count, 64);
 	assert_int_equal(p.frame_size, 4096);
@@ -146,14 +156,14 @@ static void test_queues(void **state)
 	check_queues("9,4-6,0", 5, mixed);
 	check_queues("5-5", 1, five);
 	check_queues("62-63", 2, top);
-	check_queues_invalid("", "expected a count in 1..64");
-	check_queues_invalid("abc", "expected a count in 1..64");
-	check_queues_invalid("0", "expected a count in 1..64");
-	check_queues_invalid("65", "expected a count in 1..64");
-	check_queues_invalid("4k", "expected a count in 1..64");
-	check_queues_invalid(" 4", "expected a count in 1..64");
-	check_queues_invalid("+4", "expected a count in 1..64");
-	check_queues_invalid("99999999999999999999999", "expected a count in 1..64");
+	check_queues_invalid("", "a count in 1..64");
+	check_queues_invalid("abc", "a count in 1..64");
+	check_queues_invalid("0", "a count in 1..64");
+	check_queues_invalid("65", "a count in 1..64");
+	check_queues_invalid("4k", "a count in 1..64");
+	check_queues_invalid(" 4", "a count in 1..64");
+	check_queues_invalid("+4", "a count in 1..64");
+	check_queues_invalid("99999999999999999999999", "a count in 1..64");
 	check_queues_invalid("-", "invalid at '-'");
 	check_queues_invalid("-1", "invalid at '-1'");
 	check_queues_invalid("2,", "invalid at ''");
@@ -163,6 +173,93 @@ static void test_queues(void **state)
 	check_queues_invalid("2-x", "invalid at 'x'");
 	check_queues_invalid("1,1", "queue 1 is named twice");
 	check_queues_invalid("0-3,2", "queue 2 is named twice");
+}
+
+/* params_pick_queues: HARP_QUEUES on an interface of nic queues, with the environment as set. */
+static int pick(const char *value, int nic, int *ids, int *take_free, char *err)
+{
+	struct harp_params p;
+
+	params_defaults(&p);
+	strcpy(p.ifname, "eth0");
+	if (getenv("HARP_PORT_COUNT")) {
+		assert_int_equal(params_set(&p, "HARP_PORT_COUNT", getenv("HARP_PORT_COUNT"), err,
+					    ERR_LEN),
+				 0);
+	}
+	assert_int_equal(params_set(&p, "HARP_QUEUES", value, err, ERR_LEN), 0);
+	return params_pick_queues(&p, nic, ids, take_free, err, ERR_LEN);
+}
+
+static void want_ids(const int *ids, int first, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(ids[i], first + i);
+	}
+}
+
+static void test_pick_queues(void **state)
+{
+	char err[ERR_LEN] = "";
+	int ids[HARP_MAX_QUEUES], free_only;
+
+	(void)state;
+	/* a count or a list must fit the interface; neither looks at what is free */
+	assert_int_equal(pick("2-3", 4, ids, &free_only, err), 2);
+	assert_int_equal(free_only, 0);
+	assert_int_equal(pick("4", 2, ids, &free_only, err), -EINVAL);
+	assert_non_null(strstr(err, "HARP_QUEUES=4 names queue 3, but eth0 has 2 rx queues"));
+	assert_int_equal(pick("3", 0, ids, &free_only, err), 3); /* unknown: the bind will tell */
+
+	/* auto, no launcher: every queue is a candidate, the caller takes the free ones */
+	assert_int_equal(pick("auto", 16, ids, &free_only, err), 16);
+	assert_int_equal(free_only, HARP_AUTO_QUEUES_MAX);
+	want_ids(ids, 0, 16);
+	assert_int_equal(pick("auto", 0, ids, &free_only, err), 1);
+	assert_int_equal(pick("auto", 200, ids, &free_only, err), HARP_MAX_QUEUES);
+
+	/* torchrun: rank 3 of 4 on 16 queues runs 12..15; 8 ranks on 8 queues one each */
+	setenv("LOCAL_RANK", "3", 1);
+	setenv("LOCAL_WORLD_SIZE", "4", 1);
+	assert_int_equal(pick("auto", 16, ids, &free_only, err), 4);
+	assert_int_equal(free_only, 0);
+	want_ids(ids, 12, 4);
+	assert_int_equal(pick("auto", 7, ids, &free_only, err), 1); /* 7 / 4: one each */
+	want_ids(ids, 3, 1);
+	assert_int_equal(pick("auto", 64, ids, &free_only, err), HARP_AUTO_QUEUES_MAX);
+	want_ids(ids, 48, HARP_AUTO_QUEUES_MAX);
+	assert_int_equal(pick("5", 16, ids, &free_only, err), 5); /* a setting wins */
+	setenv("HARP_PORT_COUNT", "2", 1); /* at most one queue per port */
+	assert_int_equal(pick("auto", 16, ids, &free_only, err), 2);
+	want_ids(ids, 12, 2);
+	unsetenv("HARP_PORT_COUNT");
+	/* more ranks than queues: every rank refuses alike, so all fall back together */
+	assert_int_equal(pick("auto", 2, ids, &free_only, err), -EBUSY);
+	assert_non_null(strstr(err, "torchrun runs 4 ranks on this node but eth0 has 2 rx queues"));
+	setenv("LOCAL_WORLD_SIZE", "x4", 1);
+	assert_int_equal(pick("auto", 16, ids, &free_only, err), -EINVAL);
+	assert_non_null(strstr(err, "LOCAL_WORLD_SIZE=x4 is invalid"));
+	setenv("LOCAL_WORLD_SIZE", "3", 1);
+	assert_int_equal(pick("auto", 16, ids, &free_only, err), -EINVAL);
+	assert_non_null(strstr(err, "LOCAL_RANK=3 is invalid with LOCAL_WORLD_SIZE=3"));
+	setenv("LOCAL_WORLD_SIZE", "1", 1);
+	setenv("LOCAL_RANK", "0", 1);
+	assert_int_equal(pick("auto", 4, ids, &free_only, err), 4); /* one rank: alone */
+	assert_int_equal(free_only, HARP_AUTO_QUEUES_MAX);
+	unsetenv("LOCAL_RANK");
+	unsetenv("LOCAL_WORLD_SIZE");
+
+	/* Open MPI, and a rank without its count is no launcher */
+	setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+	setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+	assert_int_equal(pick("auto", 8, ids, &free_only, err), 4);
+	want_ids(ids, 4, 4);
+	unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	assert_int_equal(pick("auto", 8, ids, &free_only, err), 8);
+	assert_int_equal(free_only, HARP_AUTO_QUEUES_MAX);
+	unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
 static void check_int_invalid(const char *name, const char *value, const char *range)
@@ -307,7 +404,7 @@ static void test_load_env(void **state)
 
 	(void)state;
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
-	assert_string_equal(p.queues, "1");
+	assert_string_equal(p.queues, "auto");
 
 	setenv("HARP_QUEUES", "4", 1);
 	setenv("HARP_XDP_MODE", "skb", 1);
@@ -402,7 +499,7 @@ static void test_conf(void **state)
 	/* no file is no profile; a file that cannot be read is an error; empty: none */
 	setenv("HARP_CONF", "/nonexistent/harp.conf", 1);
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
-	assert_string_equal(p.queues, "1");
+	assert_string_equal(p.queues, "auto");
 	setenv("HARP_CONF", "/tmp", 1);
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EIO);
 	assert_string_equal(err, "the node profile /tmp could not be read to its end");
@@ -481,7 +578,7 @@ static void test_validate_fields(void **state)
 	(void)state;
 	params_defaults(&p);
 	strcpy(p.queues, "0");
-	check_validate_fails(&p, "HARP_QUEUES=0 is invalid: expected a count in 1..64");
+	check_validate_fails(&p, "HARP_QUEUES=0 is invalid: expected auto, a count in 1..64");
 	params_defaults(&p);
 	p.port_base = 65500;
 	check_validate_fails(&p, "HARP_PORT_BASE=65500 is invalid");
@@ -574,6 +671,7 @@ int main(void)
 		cmocka_unit_test_setup(test_int_valid, setup),
 		cmocka_unit_test_setup(test_int_invalid, setup),
 		cmocka_unit_test_setup(test_queues, setup),
+		cmocka_unit_test_setup(test_pick_queues, setup),
 		cmocka_unit_test_setup(test_error_text, setup),
 		cmocka_unit_test_setup(test_str, setup),
 		cmocka_unit_test_setup(test_enum, setup),
