@@ -486,6 +486,14 @@ def all_targets(recs, cfg):
                               rss[q].get("gbps"), rss[1].get("gbps"),
                               ratio(rss[q].get("gbps"), rss[1].get("gbps")), None, None,
                               "Gbit/s"))
+    two = [one(recs, tool="harp-perf", test="stream", role="server", label="rss-2p-r%d" % r)
+           for r in (0, 1)]
+    if all(two) and all(t.get("gbps") is not None for t in two):
+        both = two[0]["gbps"] + two[1]["gbps"]
+        base = rss[4].get("gbps") if rss.get(4) else None
+        out.append(Target("6e", "rss: 2 processes at once on one NIC, 2 queues each (sum of "
+                          "their goodputs) / 1 process on 4 queues", both, base,
+                          ratio(both, base), None, None, "Gbit/s"))
     return out + peer_targets(recs, cfg)
 
 
@@ -905,20 +913,31 @@ def section_fabric(recs, cfg, notes):
                 cfg.get("fabric_loss_ppm"),
                 "1/%.0f" % (5.0 / flow) if flow else "a fraction"))
     rows = []
+    agg = parse_rate(cfg.get("fabric_rate"))
     for tool in ("harp-perf", "iperf3"):
         r = one(recs, tool=tool, test="stream", role="server", label="fabric", conns=flows)
         sender = one(recs, tool=tool, test="stream", role="client", label="fabric", conns=flows)
+        # harp's stream has its own counts (notes of runs before it: the whole case's)
         note = next((n for n in reversed(notes) if n.get("case") == "fabric" and
-                     n.get("tool") == tool), {})
+                     n.get("tool") in (tool, tool + "-stream")), {})
+        sent = max([v for k, v in note.items() if k.startswith("fabric_sent_bytes_") and
+                    isinstance(v, int)] or [0])
+        # how full the aggregate cap ran (Ethernet frames, as htb counts them): only where
+        # the counts hold this stream alone (no --peer-plugin streams beside it)
+        cap_used = (sent * 8 / (r["seconds"] * agg * 1e9)
+                    if sent and agg and r and r.get("seconds") and
+                    (tool == "iperf3" or not cfg.get("peer_plugins")) else None)
         flows_seen = max([v for k, v in note.items() if k.startswith("fabric_flows_") and
                           isinstance(v, int)] or [0]) if note else None
         capdrops = sum(v for k, v in note.items() if k.startswith("fabric_capdrops_") and
                        isinstance(v, int)) if note else None
-        rows.append((tool, flows, r.get("gbps") if r else None, flows_seen,
+        rows.append((tool, flows, r.get("gbps") if r else None,
+                     "%.3f" % cap_used if cap_used is not None else None, flows_seen,
                      note.get("fabric_forwarded"), note.get("fabric_lost"), capdrops,
                      sender.get("retransmits") if sender else None))
-    return text + md_table(["tool", "conns", "Gbit/s", "classes used (>1 MB)", "forwarded pkts",
-                            "lost pkts", "cap drops", "TCP retransmits"], rows) + "\n"
+    return text + md_table(["tool", "conns", "Gbit/s", "aggregate cap used (frames)",
+                            "classes used (>1 MB)", "forwarded pkts", "lost pkts", "cap drops",
+                            "TCP retransmits"], rows) + "\n"
 
 
 def write_summary(path, recs, cfg, notes, plots, plot_err, out_dir):

@@ -182,12 +182,21 @@ static int ctx_engines(struct harp_ctx *ctx)
 		ctx->nengines++;
 	}
 	if (!ctx->nengines) {
-		pr_err("HARP_QUEUES=auto: all %d rx queues of %s are held by other processes; give "
-		       "each process its own with HARP_QUEUES, or have the launcher set LOCAL_RANK "
-		       "and LOCAL_WORLD_SIZE so that auto shares them out",
-		       held, ctx->ifi.name);
-		report_queue_taken(ctx, ctx->queue_ids[0]);
-		return -EBUSY;
+		/* Every queue held: a process that just died may still hold one a moment, so wait
+		 * for the first as a named queue would be waited for, then say who holds them. */
+		err = engine_init(&ctx->engines[0], ctx, ctx->queue_ids[0], XSK_BUSY_WAIT_MS);
+		if (!err) {
+			ctx->nengines = 1;
+		} else {
+			pr_err("HARP_QUEUES=auto: all %d rx queues of %s are held by other processes; "
+			       "give each process its own with HARP_QUEUES, or have the launcher set "
+			       "LOCAL_RANK and LOCAL_WORLD_SIZE so that auto shares them out",
+			       held, ctx->ifi.name);
+			if (err == -EBUSY) {
+				report_queue_taken(ctx, ctx->queue_ids[0]);
+			}
+			return err;
+		}
 	}
 	for (q = 0; q < ctx->nengines; q++) {
 		ctx->queue_ids[q] = ctx->engines[q].queue; /* the queues actually run */

@@ -460,7 +460,8 @@ EOF
 
 # hop_fabric_stats: key=value counts since hop_fabric: TCP and UDP packets M forwarded and lost,
 # packets the caps dropped, and per direction the flow classes that carried more than 1 MB
-# (the distinct 5-tuples, less those the hash put together).
+# (the distinct 5-tuples, less those the hash put together) and the bytes (Ethernet frames, as
+# the caps count them) the aggregate class sent.
 hop_fabric_stats() {
 	local name n dev
 	[[ -n $ns_m ]] || return 0
@@ -479,6 +480,10 @@ hop_fabric_stats() {
 			$1 == "Sent" { if (leaf && $2 > 1000000) c++; leaf = 0 }
 			END { print c + 0 }' || true)
 		printf 'fabric_flows_%s=%s\n' "$dev" "${n:-0}"
+		n=$(ns_exec "$ns_m" tc -s class show dev "$dev" 2>/dev/null | awk '
+			$1 == "class" { agg = ($3 == "1:1") }
+			$1 == "Sent" { if (agg) print $2; agg = 0 }' || true)
+		printf 'fabric_sent_bytes_%s=%s\n' "$dev" "${n:-0}"
 	done
 	return 0
 }
