@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* JSON-line records for harp-perf; see report.h. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -18,6 +16,7 @@
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 
+#include "netinfo.h"
 #include "report.h"
 
 static void put(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -127,26 +126,6 @@ void report_nums(struct report *r, const char *key, const double *vals, int n)
 	put(r, "]");
 }
 
-static int sysfs_read(const char *ifname, const char *leaf, char *out, size_t len)
-{
-	char path[256];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, leaf);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		return -errno;
-	}
-	n = read(fd, out, len - 1);
-	close(fd);
-	if (n < 0) {
-		return -errno;
-	}
-	out[n] = '\0';
-	out[strcspn(out, "\n")] = '\0';
-	return 0;
-}
 
 /* The driver's name as ethtool -i shows it ("veth", "ena", "virtio_net"), or NULL. */
 static int iface_driver(const char *ifname, char *out, size_t len)
@@ -170,30 +149,12 @@ static int iface_driver(const char *ifname, char *out, size_t len)
 	return err;
 }
 
-static int iface_rx_queues(const char *ifname)
-{
-	char path[256];
-	struct dirent *e;
-	int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
-	dir = opendir(path);
-	if (!dir) {
-		return -1;
-	}
-	while ((e = readdir(dir))) {
-		n += strncmp(e->d_name, "rx-", 3) == 0;
-	}
-	closedir(dir);
-	return n;
-}
-
 void report_iface(struct report *r, const char *ifname)
 {
+	struct if_info ifi;
 	struct utsname u;
 	char val[256];
-	int q;
+	bool known;
 
 	report_str(r, "ifname", ifname);
 	if (ifname && !iface_driver(ifname, val, sizeof(val))) {
@@ -201,14 +162,15 @@ void report_iface(struct report *r, const char *ifname)
 	} else {
 		report_str(r, "driver", NULL);
 	}
-	if (ifname && !sysfs_read(ifname, "mtu", val, sizeof(val))) {
-		report_int(r, "mtu", strtol(val, NULL, 10));
+	/* asked in this network namespace (its /sys may be another's, under nsenter) */
+	known = ifname && !netinfo_interface(ifname, &ifi);
+	if (known) {
+		report_int(r, "mtu", ifi.mtu);
 	} else {
 		report_str(r, "mtu", NULL);
 	}
-	q = ifname ? iface_rx_queues(ifname) : -1;
-	if (q > 0) {
-		report_int(r, "queues", q);
+	if (known && ifi.rx_queues > 0) {
+		report_int(r, "queues", ifi.rx_queues);
 	} else {
 		report_str(r, "queues", NULL);
 	}
