@@ -86,9 +86,14 @@ void conn_free(struct harp_conn *c)
 
 void conn_start(struct harp_conn *c, uint64_t now)
 {
+	/* Every clock starts on the adopting engine's now: the thread that handed the connection
+	 * over may have read a later time than this pass did, and a start in the future makes
+	 * now - start wrap (probing was judged hopeless before its first probe). */
 	c->rto_base_ns = now;
 	c->last_ack_ns = now;
 	c->heard_ns = now;
+	c->probe.first_ns = now;
+	c->probe.next_ns = now;
 }
 
 static struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)

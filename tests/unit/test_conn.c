@@ -816,7 +816,10 @@ static void test_probe_rounds(void **state)
 
 	c->paths[0].live = false; /* start with none, as after set-up */
 	c->paths_live = 0;
-	conn_paths_init(c, 3, 47000, 16, 50000, 8, 1234, p->now);
+	/* the thread that hands a connection over read its clock after the adopting pass did:
+	 * probing starts on the engine's clock, not judged hopeless before its first probe */
+	conn_paths_init(c, 3, 47000, 16, 50000, 8, 1234, p->now + 5000000);
+	conn_start(c, p->now);
 	assert_false(conn_paths_hopeless(c, p->now, 1000000));
 	while (conn_next_probe(c, &tx, p->now)) {
 		assert_int_equal(tx.h.type, HARP_PKT_PROBE);
