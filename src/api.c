@@ -153,7 +153,7 @@ static void report_queue_taken(struct harp_ctx *ctx, int queue)
 /* One engine per queue picked; with auto alone, the first free ones, up to the limit. */
 static int ctx_engines(struct harp_ctx *ctx)
 {
-	int q, err, held = 0;
+	int q, err;
 
 	for (q = 0; q < ctx->nqueues; q++) {
 		if (ctx->queues_take_free && ctx->nengines == ctx->queues_take_free) {
@@ -164,7 +164,6 @@ static int ctx_engines(struct harp_ctx *ctx)
 		if (err == -EBUSY && ctx->queues_take_free) {
 			pr_debug("queue %d of %s is held by another process; HARP_QUEUES=auto "
 				 "passes it by", ctx->queue_ids[q], ctx->ifi.name);
-			held++;
 			continue;
 		}
 		if (err == -EBUSY) {
@@ -182,8 +181,9 @@ static int ctx_engines(struct harp_ctx *ctx)
 		ctx->nengines++;
 	}
 	if (!ctx->nengines) {
-		/* Every queue held: a process that just died may still hold one a moment, so wait
-		 * for the first as a named queue would be waited for, then say who holds them. */
+		/* Every queue held (any other failure has returned): a process that just died may
+		 * still hold one a moment, so wait for the first as a named queue would be waited
+		 * for, then say who holds them. */
 		err = engine_init(&ctx->engines[0], ctx, ctx->queue_ids[0], XSK_BUSY_WAIT_MS);
 		if (!err) {
 			ctx->nengines = 1;
@@ -191,7 +191,7 @@ static int ctx_engines(struct harp_ctx *ctx)
 			pr_err("HARP_QUEUES=auto: all %d rx queues of %s are held by other processes; "
 			       "give each process its own with HARP_QUEUES, or have the launcher set "
 			       "LOCAL_RANK and LOCAL_WORLD_SIZE so that auto shares them out",
-			       held, ctx->ifi.name);
+			       ctx->nqueues, ctx->ifi.name);
 			if (err == -EBUSY) {
 				report_queue_taken(ctx, ctx->queue_ids[0]);
 			}
@@ -488,7 +488,7 @@ static void conn_go(struct harp_conn *c)
 	c->stats.queue = ctrl_setup_queue(c);
 	conn_paths_init(c, (uint32_t)p->paths, (uint16_t)p->port_base, (uint16_t)p->port_count,
 			c->peer_port_lo, c->peer_port_span,
-			(uint32_t)(c->token ^ (c->token >> 32)) ^ c->id, now_ns());
+			(uint32_t)(c->token ^ (c->token >> 32)) ^ c->id);
 	atomic_store_explicit(&c->state, CONN_READY, memory_order_release);
 	engine_handover(c->engine, c);
 }

@@ -86,9 +86,9 @@ void conn_free(struct harp_conn *c)
 
 void conn_start(struct harp_conn *c, uint64_t now)
 {
-	/* Every clock starts on the adopting engine's now: the thread that handed the connection
-	 * over may have read a later time than this pass did, and a start in the future makes
-	 * now - start wrap (probing was judged hopeless before its first probe). */
+	/* Every clock starts here, on the adopting engine's now: a time read by the thread that
+	 * handed the connection over can be later than this pass's, and a start in the future
+	 * makes now - start wrap (probing was judged hopeless before its first probe). */
 	c->rto_base_ns = now;
 	c->last_ack_ns = now;
 	c->heard_ns = now;
@@ -115,7 +115,7 @@ static uint32_t xorshift(uint32_t *state)
 }
 
 void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint16_t port_span,
-		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed, uint64_t now)
+		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed)
 {
 	c->paths_want = want < 1 ? 1 : want > CONN_MAX_PATHS ? CONN_MAX_PATHS : want;
 	c->port_lo = port_lo;
@@ -123,8 +123,6 @@ void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint1
 	c->peer_port_lo = peer_port_lo;
 	c->peer_port_span = peer_port_span ? peer_port_span : 1;
 	c->probe.rng = seed;
-	c->probe.next_ns = now;
-	c->probe.first_ns = now;
 	c->probe.interval_ns = PROBE_INTERVAL_NS;
 }
 

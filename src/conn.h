@@ -254,13 +254,14 @@ struct conn_tx {
  */
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
 /*
- * Paths. conn_paths_init starts probing: rounds of PROBE packets over random port pairs, the
- * source port within our range and the destination within the peer's, until want paths are live. The peer reports each probe that
+ * Paths. conn_paths_init sets probing up (conn_start starts its clock on the engine): rounds of
+ * PROBE packets over random port pairs, the source port within our range and the destination
+ * within the peer's, until want paths are live. The peer reports each probe that
  * reached the connection's engine over the control channel (conn_on_probe_result), and that port
  * pair becomes a path. conn_add_path adds one directly (tests, and a peer that needs no probing).
  */
 void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint16_t port_span,
-		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed, uint64_t now);
+		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed);
 int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now);
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now);
 /* The next PROBE to send, if a round is under way. */

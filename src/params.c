@@ -594,7 +594,7 @@ int params_pick_queues(const struct harp_params *p, int nic_queues, int *ids, in
 {
 	long limit = p->port_count < HARP_AUTO_QUEUES_MAX ? p->port_count : HARP_AUTO_QUEUES_MAX;
 	const char *who = NULL;
-	long rank, size, share;
+	long rank, size, stride, share;
 	int n, q, rc;
 
 	*take_free = 0;
@@ -635,12 +635,10 @@ int params_pick_queues(const struct harp_params *p, int nic_queues, int *ids, in
 			     who, size, p->ifname, nic_queues, p->ifname, size);
 		return -EBUSY;
 	}
-	share = nic_queues / size;
-	if (share > limit) {
-		share = limit;
-	}
+	stride = nic_queues / size;
+	share = stride < limit ? stride : limit;
 	for (q = 0; q < share; q++) {
-		ids[q] = (int)(rank * (nic_queues / size) + q);
+		ids[q] = (int)(rank * stride + q);
 	}
 	return (int)share;
 }

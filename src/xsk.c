@@ -17,8 +17,6 @@
 #define XDP_MAX_TX_SKB_BUDGET 9 /* kernel 6.15+; Debian 12's headers predate it */
 #endif
 
-/* How long a bind waits for a queue that a process which just exited still holds. */
-
 static int fill_all(struct xsk_port *p)
 {
 	uint32_t want = p->ring_size, idx, i;

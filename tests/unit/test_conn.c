@@ -816,9 +816,9 @@ static void test_probe_rounds(void **state)
 
 	c->paths[0].live = false; /* start with none, as after set-up */
 	c->paths_live = 0;
-	/* the thread that hands a connection over read its clock after the adopting pass did:
-	 * probing starts on the engine's clock, not judged hopeless before its first probe */
-	conn_paths_init(c, 3, 47000, 16, 50000, 8, 1234, p->now + 5000000);
+	/* probing's clock starts when the engine adopts the connection (conn_start), never on
+	 * the handing-over thread's: not judged hopeless before its first probe */
+	conn_paths_init(c, 3, 47000, 16, 50000, 8, 1234);
 	conn_start(c, p->now);
 	assert_false(conn_paths_hopeless(c, p->now, 1000000));
 	while (conn_next_probe(c, &tx, p->now)) {
