@@ -554,7 +554,9 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 
 /*
  * Deregistering memory with requests still pending on it is how an aborting caller says "stop":
- * those connections fail (-ECANCELED) before the memory can be freed.
+ * those connections fail (-ECANCELED) before the memory can be freed. The peer is told at once,
+ * with our final cumulative ack: its sends we received in full complete there, although our ack
+ * packets for them may still be on their way or lost.
  */
 void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 {
@@ -569,6 +571,7 @@ void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 			pr_warn("conn %u: memory %p+%zu deregistered with requests pending on it; "
 				"failing the connection",
 				c->id, addr, len);
+			ctrl_send_close(c);
 			conn_fail(c, -ECANCELED);
 		}
 	}
