@@ -941,10 +941,10 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t 
 static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 {
 	struct xsk_port *p = &rq->port;
-	uint64_t frame_mask = ~((uint64_t)p->pool.frame_size - 1);
-	uint32_t idx_rx, idx_fill, n, i, total = 0;
+	uint32_t idx_rx, n, i, total = 0;
 	int round;
 
+	xsk_port_wake_rx(p);
 	for (round = 0; round < RAW_RX_ROUNDS; round++) {
 		n = xsk_ring_cons__peek(&p->rx, RAW_RX_BATCH, &idx_rx);
 		if (!n) {
@@ -956,16 +956,7 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 
 			rq->frames += raw_rx_check(r, rq, f, d->len);
 		}
-		/* The fill ring has room for every frame taken: with the RX ring it holds exactly
-		 * the frames given to receive (xsk.c), as in the engine. */
-		if (xsk_ring_prod__reserve(&p->fill, n, &idx_fill) == n) {
-			for (i = 0; i < n; i++) {
-				*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) =
-					xsk_ring_cons__rx_desc(&p->rx, idx_rx + i)->addr &
-					frame_mask;
-			}
-			xsk_ring_prod__submit(&p->fill, n);
-		}
+		xsk_port_refill(p, idx_rx, n);
 		xsk_ring_cons__release(&p->rx, n);
 		total += n;
 		if (n < RAW_RX_BATCH) {

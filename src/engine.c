@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -189,7 +191,7 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 {
 	struct xsk_port *p = &e->port;
-	uint32_t idx_rx, idx_fill, n, i;
+	uint32_t idx_rx, n, i;
 
 	n = xsk_ring_cons__peek(&p->rx, RX_BATCH, &idx_rx);
 	if (!n) {
@@ -200,26 +202,7 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 
 		rx_one(e, xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr)), d->len, now);
 	}
-	/* Every frame goes straight back to the fill ring, which has room for all of them: with
-	 * the rx ring it holds exactly the frames given to receive. Should that ever not hold,
-	 * the frames go to the pool rather than the engine waiting on the kernel. */
-	if (xsk_ring_prod__reserve(&p->fill, n, &idx_fill) == n) {
-		for (i = 0; i < n; i++) {
-			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
-
-			*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) =
-				xsk_umem__extract_addr(d->addr) &
-				~((uint64_t)p->pool.frame_size - 1);
-		}
-		xsk_ring_prod__submit(&p->fill, n);
-	} else {
-		for (i = 0; i < n; i++) {
-			uint64_t a = xsk_umem__extract_addr(
-				xsk_ring_cons__rx_desc(&p->rx, idx_rx + i)->addr);
-
-			frame_pool_put(&p->pool, &a, 1);
-		}
-	}
+	xsk_port_refill(p, idx_rx, n); /* every frame straight back to the fill ring */
 	xsk_ring_cons__release(&p->rx, n);
 	return n;
 }
@@ -319,6 +302,19 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 
 /* ---- connections ------------------------------------------------------------------------------ */
 
+/* A receive says how many packets may come at once: the fill ring must hold them. */
+static void expect_packets(struct harp_engine *e, const struct harp_conn *c,
+			   const struct harp_req *r)
+{
+	uint64_t bytes = 0;
+	int i;
+
+	for (i = 0; i < r->recv.nbufs; i++) {
+		bytes += r->recv.cap[i];
+	}
+	xsk_port_expect(&e->port, bytes / c->payload_max + 1);
+}
+
 static void take_requests(struct harp_engine *e)
 {
 	struct harp_conn *c;
@@ -335,6 +331,9 @@ static void take_requests(struct harp_engine *e)
 				break;
 			}
 			spsc_pop(c->submit);
+			if (r->kind == REQ_RECV) {
+				expect_packets(e, c, r);
+			}
 		}
 	}
 }
@@ -389,7 +388,7 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	conn_fail(c, -EHOSTUNREACH);
 }
 
-static void timers_and_control(struct harp_engine *e, uint64_t now)
+static void timers_and_control(struct harp_engine *e, uint64_t now, bool caller)
 {
 	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
 	struct epoll_event evs[32];
@@ -410,8 +409,9 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 		}
 	}
 	/* A connection waiting for its first path waits for the peer's report on the control
-	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
-	if (now < e->next_ctrl_ns && !e->probing) {
+	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. The
+	 * keeper's passes read it too: poll() woke the keeper for it. */
+	if (now < e->next_ctrl_ns && !e->probing && caller) {
 		return;
 	}
 	e->next_ctrl_ns = now + CTRL_PERIOD_NS;
@@ -424,7 +424,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	}
 }
 
-int engine_progress(struct harp_engine *e)
+static int engine_pass(struct harp_engine *e, bool caller)
 {
 	struct xsk_port *p = &e->port;
 	struct tx_batch b = { 0 };
@@ -437,7 +437,9 @@ int engine_progress(struct harp_engine *e)
 		return 0;
 	}
 	now = now_ns();
-	atomic_store_explicit(&e->last_run_ns, now, memory_order_relaxed);
+	if (caller) {
+		atomic_store_explicit(&e->last_call_ns, now, memory_order_relaxed);
+	}
 	adopt(e, now);
 	xsk_port_reclaim(p);
 	for (i = 0; i < 4; i++) {
@@ -447,9 +449,10 @@ int engine_progress(struct harp_engine *e)
 			break;
 		}
 	}
+	xsk_port_wake_rx(p);
 	take_requests(e);
 	reap_closed(e);
-	timers_and_control(e, now);
+	timers_and_control(e, now, caller);
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
 	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
@@ -474,32 +477,52 @@ int engine_progress(struct harp_engine *e)
 	return (int)(rx + b.used);
 }
 
+int engine_progress(struct harp_engine *e)
+{
+	return engine_pass(e, true);
+}
+
 /*
  * The keeper. Progress normally runs in the caller's test(); but a rank whose receives are all
  * done stops calling, and then nothing answers a retransmission after a lost ack, so its peer's
- * send would hang until HARP_PEER_TIMEOUT_MS. The keeper runs any engine that no caller has run
- * for HARP_IDLE_PROGRESS_US, under the same try-flag, so it never competes with a busy caller.
+ * send would hang until HARP_PEER_TIMEOUT_MS. The keeper takes over an engine that no caller has
+ * run for HARP_IDLE_PROGRESS_US: it runs a pass, then sleeps in poll() on the engine's socket and
+ * control sockets, so a packet for an idle rank is answered at once, and wakes every
+ * KEEPER_TICK_NS for its timers. While callers run every engine it only sleeps, until the
+ * earliest moment one of them could have gone idle: it takes no CPU from a busy caller (on a
+ * node with as many busy threads as cores, a keeper waking every millisecond cost a 8 B round
+ * trip 5 us at the median).
  */
+#define KEEPER_TICK_NS (1000 * 1000ull)
+
 static void *keeper_main(void *arg)
 {
 	struct harp_ctx *ctx = arg;
 	uint64_t idle_ns = (uint64_t)ctx->params.idle_progress_us * 1000;
-	struct timespec nap = { .tv_sec = (time_t)(idle_ns / 1000000000ull),
-				.tv_nsec = (long)(idle_ns % 1000000000ull) };
-	int q;
+	struct pollfd fds[2 * HARP_MAX_QUEUES + 1];
+	int q, n;
 
+	fds[0] = (struct pollfd){ .fd = ctx->keeper_wake_fd, .events = POLLIN };
 	while (!atomic_load_explicit(&ctx->keeper_stop, memory_order_relaxed)) {
-		uint64_t now = now_ns();
+		uint64_t now = now_ns(), wake = now + idle_ns;
+		struct timespec ts;
 
-		for (q = 0; q < ctx->nengines; q++) {
+		for (n = 1, q = 0; q < ctx->nengines; q++) {
 			struct harp_engine *e = &ctx->engines[q];
+			uint64_t last = atomic_load_explicit(&e->last_call_ns, memory_order_relaxed);
 
-			if (now - atomic_load_explicit(&e->last_run_ns, memory_order_relaxed) >=
-			    idle_ns) {
-				engine_progress(e);
+			if (now - last < idle_ns) {
+				wake = last + idle_ns < wake ? last + idle_ns : wake;
+				continue;
 			}
+			engine_pass(e, false);
+			fds[n++] = (struct pollfd){ .fd = e->port.fd, .events = POLLIN };
+			fds[n++] = (struct pollfd){ .fd = e->epfd, .events = POLLIN };
+			wake = now + KEEPER_TICK_NS < wake ? now + KEEPER_TICK_NS : wake;
 		}
-		nanosleep(&nap, NULL);
+		ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
+		ts.tv_nsec = (long)((wake - now) % 1000000000ull);
+		ppoll(fds, (nfds_t)n, &ts, NULL);
 	}
 	return NULL;
 }
@@ -508,12 +531,21 @@ int engine_keeper_start(struct harp_ctx *ctx)
 {
 	int err;
 
+	ctx->keeper_wake_fd = -1;
 	if (!ctx->params.idle_progress_us) {
 		return 0;
+	}
+	ctx->keeper_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctx->keeper_wake_fd < 0) {
+		err = errno;
+		pr_err("keeper thread: eventfd failed: %s", strerror(err));
+		return -err;
 	}
 	err = pthread_create(&ctx->keeper, NULL, keeper_main, ctx);
 	if (err) {
 		pr_err("keeper thread: pthread_create failed: %s", strerror(err));
+		close(ctx->keeper_wake_fd);
+		ctx->keeper_wake_fd = -1;
 		return -err;
 	}
 	pthread_setname_np(ctx->keeper, "harp-keeper");
@@ -527,7 +559,12 @@ void engine_keeper_stop(struct harp_ctx *ctx)
 		return;
 	}
 	atomic_store(&ctx->keeper_stop, true);
+	if (eventfd_write(ctx->keeper_wake_fd, 1)) {
+		pr_debug("keeper thread: waking it failed: %s", strerror(errno));
+	}
 	pthread_join(ctx->keeper, NULL);
+	close(ctx->keeper_wake_fd);
+	ctx->keeper_wake_fd = -1;
 	ctx->keeper_started = false;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * AF_XDP sockets through libxdp's ring helpers. Half of the UMEM's frames live on the fill ring
- * (receive), the other half in the pool for transmit. The XDP program is ours (steer.c), so
+ * AF_XDP sockets through libxdp's ring helpers. The fill and completion rings have room for half
+ * of the UMEM's frames; the fill ring holds XSK_FILL_START of them at first and more as bursts
+ * need, the pool the rest for transmit. The XDP program is ours (steer.c), so
  * libxdp is told not to load its own, and the socket is entered into our XSKMAP by hand.
  */
 #include <errno.h>
@@ -17,9 +18,9 @@
 #define XDP_MAX_TX_SKB_BUDGET 9 /* kernel 6.15+; Debian 12's headers predate it */
 #endif
 
-static int fill_all(struct xsk_port *p)
+static int fill_start(struct xsk_port *p)
 {
-	uint32_t want = p->ring_size, idx, i;
+	uint32_t want = p->fill_target, idx, i;
 	uint64_t addr;
 
 	if (xsk_ring_prod__reserve(&p->fill, want, &idx) != want) {
@@ -108,6 +109,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	memset(p, 0, sizeof(*p));
 	p->queue = queue;
 	p->ring_size = nframes / 2;
+	p->fill_target = p->ring_size < XSK_FILL_START ? p->ring_size : XSK_FILL_START;
 	err = umem_area_alloc(&p->area, (size_t)nframes * fsize, params->hugepages);
 	if (err) {
 		return err;
@@ -154,7 +156,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
 		pr_debug("xsk: XDP_MAX_TX_SKB_BUDGET not accepted: %s", strerror(errno));
 	}
-	err = fill_all(p);
+	err = fill_start(p);
 	if (err) {
 		pr_err("xsk: cannot fill the fill ring of %s queue %d: %s", ifname, queue,
 		       strerror(-err));
@@ -215,6 +217,87 @@ uint32_t xsk_port_reclaim(struct xsk_port *p)
 	return total;
 }
 
+/*
+ * Raises fill_target towards target (at most ring_size, as far as the pool allows) and reserves
+ * fill ring slots for n frames being given back plus the new ones; returns how many new ones, or
+ * -1 when the ring has no room (it always has: with the rx ring it holds at most fill_target).
+ */
+static int fill_reserve(struct xsk_port *p, uint64_t target, uint32_t n, uint32_t *idx)
+{
+	uint32_t more = 0;
+
+	if (target > p->ring_size) {
+		target = p->ring_size;
+	}
+	if (target > p->fill_target) {
+		more = (uint32_t)target - p->fill_target;
+		more = more < p->pool.free ? more : p->pool.free;
+	}
+	if (xsk_ring_prod__reserve(&p->fill, n + more, idx) != n + more) {
+		return -1;
+	}
+	p->fill_target += more;
+	p->fill_grows += more > 0;
+	return (int)more;
+}
+
+/* Writes more frames from the pool into the fill ring after the n from slot idx; submits all. */
+static void fill_submit(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t more)
+{
+	uint64_t addr = 0;
+	uint32_t i;
+
+	for (i = n; i < n + more; i++) {
+		frame_pool_get(&p->pool, &addr, 1); /* fill_reserve counted them */
+		*xsk_ring_prod__fill_addr(&p->fill, idx + i) = addr;
+	}
+	xsk_ring_prod__submit(&p->fill, n + more);
+}
+
+void xsk_port_expect(struct xsk_port *p, uint64_t n)
+{
+	uint32_t idx;
+	int more;
+
+	if (2 * n <= p->fill_target || p->fill_target == p->ring_size) {
+		return;
+	}
+	more = fill_reserve(p, 2 * n, 0, &idx);
+	if (more > 0) {
+		fill_submit(p, idx, 0, (uint32_t)more);
+	}
+}
+
+void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n)
+{
+	uint64_t mask = ~((uint64_t)p->pool.frame_size - 1), addr;
+	uint32_t left = p->ring_size - xsk_prod_nb_free(&p->fill, p->ring_size);
+	uint32_t idx_fill, i;
+	int more;
+
+	more = fill_reserve(p, left < p->fill_target / 2 ? p->ring_size : 0, n, &idx_fill);
+	if (more < 0) {
+		for (i = 0; i < n; i++) {
+			addr = xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&p->rx, idx + i)->addr);
+			frame_pool_put(&p->pool, &addr, 1);
+		}
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		addr = xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&p->rx, idx + i)->addr);
+		*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) = addr & mask;
+	}
+	fill_submit(p, idx_fill, n, (uint32_t)more);
+}
+
+void xsk_port_wake_rx(struct xsk_port *p)
+{
+	if (xsk_ring_prod__needs_wakeup(&p->fill)) {
+		p->rx_kicks++;
+		recvfrom(p->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	}
+}
+
 int xsk_port_kick(struct xsk_port *p)
 {
 	if (!p->tx_pending || !xsk_ring_prod__needs_wakeup(&p->tx)) {
@@ -249,5 +332,8 @@ int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st)
 		st->xdp_rx_fill_ring_empty = xs.rx_fill_ring_empty_descs;
 		st->xdp_tx_ring_empty = xs.tx_ring_empty_descs;
 	}
+	st->fill_depth = p->fill_target;
+	st->fill_grows = p->fill_grows;
+	st->rx_kicks = p->rx_kicks;
 	return 0;
 }

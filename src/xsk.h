@@ -21,9 +21,22 @@ struct xsk_port {
 	int fd;
 	int queue;
 	uint32_t ring_size;
-	uint32_t tx_pending; /* descriptors submitted since the last kick */
+	uint32_t fill_target; /* frames kept on the fill ring: grows with bursts, up to ring_size */
+	uint32_t tx_pending;  /* descriptors submitted since the last kick */
+	uint64_t fill_grows;  /* times the kernel came near the end of the fill ring */
+	uint64_t rx_kicks;    /* wake-ups asked for by the fill ring (zero-copy drivers) */
 	bool zerocopy;
 };
+
+/*
+ * The fill ring starts this deep, not full. Frames go round it in order, so its depth is the
+ * receive path's working set: a deep ring touches every frame before it reuses one, and a frame's
+ * first touch is slow (cache, TLB, and on a VM with shadow paging a fault of the hypervisor's,
+ * measured here at 3 us a page from user space and more from the kernel's side). A posted
+ * receive deepens it to twice the packets it can take, and a burst that takes half of it
+ * deepens it to ring_size: bulk transfers get the whole ring before their first burst.
+ */
+#define XSK_FILL_START 256
 
 #define XSK_BUSY_WAIT_MS 1000 /* how long a queue another socket holds is waited for, normally */
 /*
@@ -41,6 +54,16 @@ static inline uint8_t *xsk_port_frame(struct xsk_port *p, uint64_t addr)
 	return (uint8_t *)p->area.base + addr;
 }
 
+/*
+ * Gives the frames of rx descriptors idx..idx+n-1 back to the fill ring (the caller releases the
+ * descriptors afterwards), with more from the pool when the kernel had under a quarter of the
+ * ring's depth left.
+ */
+void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n);
+/* Deepens the fill ring, if needed, so that it holds twice n packets (up to ring_size). */
+void xsk_port_expect(struct xsk_port *p, uint64_t n);
+/* Wakes the driver when the fill ring asks for it (zero-copy drivers stop when it ran dry). */
+void xsk_port_wake_rx(struct xsk_port *p);
 /* Moves every transmitted frame on the completion ring back to the pool; returns how many. */
 uint32_t xsk_port_reclaim(struct xsk_port *p);
 /* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */

@@ -589,6 +589,9 @@ static void report(struct run *r, double secs, int rc)
 			qsum.xdp_probes = qs.xdp_probes;
 			qsum.xdp_probe_no_socket = qs.xdp_probe_no_socket;
 			qsum.rx_probes += qs.rx_probes;
+			qsum.fill_depth += qs.fill_depth;
+			qsum.fill_grows += qs.fill_grows;
+			qsum.rx_kicks += qs.rx_kicks;
 		}
 	}
 	getrusage(RUSAGE_SELF, &ru);
@@ -619,6 +622,8 @@ static void report(struct run *r, double secs, int rc)
 	       qsum.xdp_rx_ring_full, qsum.xdp_rx_fill_ring_empty, qsum.tx_ring_full);
 	printf("xdp_steered=%" PRIu64 "\nxdp_no_socket=%" PRIu64 "\n", qsum.xdp_steered,
 	       qsum.xdp_no_socket);
+	printf("fill_depth=%" PRIu64 "\nfill_grows=%" PRIu64 "\nrx_kicks=%" PRIu64 "\n",
+	       qsum.fill_depth, qsum.fill_grows, qsum.rx_kicks);
 	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\nprobes_sent=%" PRIu64
 	       "\nrx_probes=%" PRIu64 "\nxdp_probes=%" PRIu64 "\nxdp_probe_no_socket=%" PRIu64
 	       "\nrandom_losses=%" PRIu64 "\npings=%" PRIu64 "\n",

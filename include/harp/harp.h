@@ -113,6 +113,9 @@ struct harp_queue_stats {
 	uint64_t xdp_probe_no_socket; /* of those, on a queue with no socket (dropped) */
 	uint64_t rx_probes;	      /* probes that reached their connection's engine */
 	uint64_t rx_probes_elsewhere; /* probes of a connection another engine owns: ignored */
+	uint64_t fill_depth;	      /* frames kept on the fill ring now */
+	uint64_t fill_grows;	      /* times a burst nearly emptied it, and it grew */
+	uint64_t rx_kicks;	      /* wake-ups the fill ring asked for (zero-copy drivers) */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 

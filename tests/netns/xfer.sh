@@ -14,6 +14,8 @@
 #     --expect-retransmits  fail unless the retransmits= counts add up to more than 0
 #     --expect-rx-bad       fail unless the rx_bad= counts add up to more than 0
 #     --expect-queues N     fail unless both sides received and sent packets on each queue < N
+#     --expect-fill-deeper  fail unless the server (the receiver) deepened its fill ring past
+#                           its starting 256 frames while the client (acks only) kept 256
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -30,7 +32,8 @@ usage() {
 	exit 2
 }
 
-mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 limit=""
+mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
+limit=""
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -39,6 +42,7 @@ while (($#)); do
 	--side-traffic) side=1 ;;
 	--expect-retransmits) expect_retx=1 ;;
 	--expect-rx-bad) expect_rx_bad=1 ;;
+	--expect-fill-deeper) expect_fill=1 ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
@@ -200,6 +204,14 @@ if ((expect_retx && retx == 0)); then
 fi
 if ((expect_rx_bad && rx_bad == 0)); then
 	report "expected rx_bad > 0 on hop '$hop', got 0"
+fi
+if ((expect_fill)); then
+	fill_server=$(sed -n 's/^fill_depth=\([0-9]*\)$/\1/p' "$tmp/server.out")
+	fill_client=$(sed -n 's/^fill_depth=\([0-9]*\)$/\1/p' "$tmp/client.out")
+	if ((${fill_server:-0} <= 256 || ${fill_client:-0} != 256)); then
+		report "fill ring depth: server ${fill_server:-missing} (expected > 256)," \
+			"client ${fill_client:-missing} (expected 256)"
+	fi
 fi
 # Each queue's engine must have carried traffic both ways, on both sides.
 for ((q = 0; q < expect_queues; q++)); do
