@@ -424,13 +424,27 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool caller)
 	}
 }
 
+/* A pass can fail its TX wake-up millions of times a second: count each, say it once a second. */
+static void kick_failed(struct harp_engine *e, int err, uint64_t now)
+{
+	e->stats.tx_kick_errors++;
+	if (e->kick_warned_ns && now - e->kick_warned_ns < 1000000000ull) {
+		return;
+	}
+	e->kick_warned_ns = now;
+	pr_warn("engine %d: TX wake-up of %s failed: %s (%llu times so far; said at most once a "
+		"second)",
+		e->queue, e->ctx->ifi.name, strerror(-err),
+		(unsigned long long)e->stats.tx_kick_errors);
+}
+
 static int engine_pass(struct harp_engine *e, bool caller)
 {
 	struct xsk_port *p = &e->port;
 	struct tx_batch b = { 0 };
 	uint64_t now;
 	uint32_t rx = 0, n, free_slots;
-	int i;
+	int i, err;
 
 	/* acquire: everything the previous runner of this engine wrote is visible to us */
 	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
@@ -468,9 +482,9 @@ static int engine_pass(struct harp_engine *e, bool caller)
 	} else {
 		e->stats.tx_ring_full++;
 	}
-	if (xsk_port_kick(p) < 0) {
-		pr_warn("engine %d: TX wake-up of %s failed: %s", e->queue, e->ctx->ifi.name,
-			strerror(errno));
+	err = xsk_port_kick(p);
+	if (err < 0) {
+		kick_failed(e, err, now);
 	}
 	/* release: our writes are visible to whichever thread runs the engine next */
 	atomic_store_explicit(&e->busy, false, memory_order_release);

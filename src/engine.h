@@ -31,6 +31,7 @@ struct harp_engine {
 	uint32_t probing; /* connections without a path yet: control sockets read every pass */
 	_Atomic uint64_t last_call_ns; /* when a caller last began a pass (the keeper reads it) */
 	uint32_t rng;
+	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
 	struct harp_queue_stats stats;
 };
 

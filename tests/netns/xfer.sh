@@ -15,7 +15,7 @@
 #     --expect-rx-bad       fail unless the rx_bad= counts add up to more than 0
 #     --expect-queues N     fail unless both sides received and sent packets on each queue < N
 #     --expect-fill-deeper  fail unless the server (the receiver) deepened its fill ring past
-#                           its starting 256 frames while the client (acks only) kept 256
+#                           its starting 256 frames (a burst of probes may deepen the client's)
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -207,10 +207,8 @@ if ((expect_rx_bad && rx_bad == 0)); then
 fi
 if ((expect_fill)); then
 	fill_server=$(sed -n 's/^fill_depth=\([0-9]*\)$/\1/p' "$tmp/server.out")
-	fill_client=$(sed -n 's/^fill_depth=\([0-9]*\)$/\1/p' "$tmp/client.out")
-	if ((${fill_server:-0} <= 256 || ${fill_client:-0} != 256)); then
-		report "fill ring depth: server ${fill_server:-missing} (expected > 256)," \
-			"client ${fill_client:-missing} (expected 256)"
+	if ((${fill_server:-0} <= 256)); then
+		report "the server's fill ring stayed ${fill_server:-missing} frames deep (expected > 256)"
 	fi
 fi
 # Each queue's engine must have carried traffic both ways, on both sides.
