@@ -9,10 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -388,7 +386,7 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	conn_fail(c, -EHOSTUNREACH);
 }
 
-static void timers_and_control(struct harp_engine *e, uint64_t now, bool caller)
+static void timers_and_control(struct harp_engine *e, uint64_t now)
 {
 	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
 	struct epoll_event evs[32];
@@ -409,9 +407,8 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool caller)
 		}
 	}
 	/* A connection waiting for its first path waits for the peer's report on the control
-	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. The
-	 * keeper's passes read it too: poll() woke the keeper for it. */
-	if (now < e->next_ctrl_ns && !e->probing && caller) {
+	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
+	if (now < e->next_ctrl_ns && !e->probing) {
 		return;
 	}
 	e->next_ctrl_ns = now + CTRL_PERIOD_NS;
@@ -438,7 +435,7 @@ static void kick_failed(struct harp_engine *e, int err, uint64_t now)
 		(unsigned long long)e->stats.tx_kick_errors);
 }
 
-static int engine_pass(struct harp_engine *e, bool caller)
+int engine_progress(struct harp_engine *e)
 {
 	struct xsk_port *p = &e->port;
 	struct tx_batch b = { 0 };
@@ -451,9 +448,7 @@ static int engine_pass(struct harp_engine *e, bool caller)
 		return 0;
 	}
 	now = now_ns();
-	if (caller) {
-		atomic_store_explicit(&e->last_call_ns, now, memory_order_relaxed);
-	}
+	atomic_store_explicit(&e->last_run_ns, now, memory_order_relaxed);
 	adopt(e, now);
 	xsk_port_reclaim(p);
 	for (i = 0; i < 4; i++) {
@@ -466,7 +461,7 @@ static int engine_pass(struct harp_engine *e, bool caller)
 	xsk_port_wake_rx(p);
 	take_requests(e);
 	reap_closed(e);
-	timers_and_control(e, now, caller);
+	timers_and_control(e, now);
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
 	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
@@ -491,52 +486,32 @@ static int engine_pass(struct harp_engine *e, bool caller)
 	return (int)(rx + b.used);
 }
 
-int engine_progress(struct harp_engine *e)
-{
-	return engine_pass(e, true);
-}
-
 /*
  * The keeper. Progress normally runs in the caller's test(); but a rank whose receives are all
  * done stops calling, and then nothing answers a retransmission after a lost ack, so its peer's
- * send would hang until HARP_PEER_TIMEOUT_MS. The keeper takes over an engine that no caller has
- * run for HARP_IDLE_PROGRESS_US: it runs a pass, then sleeps in poll() on the engine's socket and
- * control sockets, so a packet for an idle rank is answered at once, and wakes every
- * KEEPER_TICK_NS for its timers. While callers run every engine it only sleeps, until the
- * earliest moment one of them could have gone idle: it takes no CPU from a busy caller (on a
- * node with as many busy threads as cores, a keeper waking every millisecond cost a 8 B round
- * trip 5 us at the median).
+ * send would hang until HARP_PEER_TIMEOUT_MS. The keeper runs any engine that no caller has run
+ * for HARP_IDLE_PROGRESS_US, under the same try-flag, so it never competes with a busy caller.
  */
-#define KEEPER_TICK_NS (1000 * 1000ull)
-
 static void *keeper_main(void *arg)
 {
 	struct harp_ctx *ctx = arg;
 	uint64_t idle_ns = (uint64_t)ctx->params.idle_progress_us * 1000;
-	struct pollfd fds[2 * HARP_MAX_QUEUES + 1];
-	int q, n;
+	struct timespec nap = { .tv_sec = (time_t)(idle_ns / 1000000000ull),
+				.tv_nsec = (long)(idle_ns % 1000000000ull) };
+	int q;
 
-	fds[0] = (struct pollfd){ .fd = ctx->keeper_wake_fd, .events = POLLIN };
 	while (!atomic_load_explicit(&ctx->keeper_stop, memory_order_relaxed)) {
-		uint64_t now = now_ns(), wake = now + idle_ns;
-		struct timespec ts;
+		uint64_t now = now_ns();
 
-		for (n = 1, q = 0; q < ctx->nengines; q++) {
+		for (q = 0; q < ctx->nengines; q++) {
 			struct harp_engine *e = &ctx->engines[q];
-			uint64_t last = atomic_load_explicit(&e->last_call_ns, memory_order_relaxed);
 
-			if (now - last < idle_ns) {
-				wake = last + idle_ns < wake ? last + idle_ns : wake;
-				continue;
+			if (now - atomic_load_explicit(&e->last_run_ns, memory_order_relaxed) >=
+			    idle_ns) {
+				engine_progress(e);
 			}
-			engine_pass(e, false);
-			fds[n++] = (struct pollfd){ .fd = e->port.fd, .events = POLLIN };
-			fds[n++] = (struct pollfd){ .fd = e->epfd, .events = POLLIN };
-			wake = now + KEEPER_TICK_NS < wake ? now + KEEPER_TICK_NS : wake;
 		}
-		ts.tv_sec = (time_t)((wake - now) / 1000000000ull);
-		ts.tv_nsec = (long)((wake - now) % 1000000000ull);
-		ppoll(fds, (nfds_t)n, &ts, NULL);
+		nanosleep(&nap, NULL);
 	}
 	return NULL;
 }
@@ -545,21 +520,12 @@ int engine_keeper_start(struct harp_ctx *ctx)
 {
 	int err;
 
-	ctx->keeper_wake_fd = -1;
 	if (!ctx->params.idle_progress_us) {
 		return 0;
-	}
-	ctx->keeper_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (ctx->keeper_wake_fd < 0) {
-		err = errno;
-		pr_err("keeper thread: eventfd failed: %s", strerror(err));
-		return -err;
 	}
 	err = pthread_create(&ctx->keeper, NULL, keeper_main, ctx);
 	if (err) {
 		pr_err("keeper thread: pthread_create failed: %s", strerror(err));
-		close(ctx->keeper_wake_fd);
-		ctx->keeper_wake_fd = -1;
 		return -err;
 	}
 	pthread_setname_np(ctx->keeper, "harp-keeper");
@@ -573,12 +539,7 @@ void engine_keeper_stop(struct harp_ctx *ctx)
 		return;
 	}
 	atomic_store(&ctx->keeper_stop, true);
-	if (eventfd_write(ctx->keeper_wake_fd, 1)) {
-		pr_debug("keeper thread: waking it failed: %s", strerror(errno));
-	}
 	pthread_join(ctx->keeper, NULL);
-	close(ctx->keeper_wake_fd);
-	ctx->keeper_wake_fd = -1;
 	ctx->keeper_started = false;
 }
 

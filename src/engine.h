@@ -29,7 +29,7 @@ struct harp_engine {
 	int epfd; /* control sockets of adopted connections */
 	uint64_t next_ctrl_ns;
 	uint32_t probing; /* connections without a path yet: control sockets read every pass */
-	_Atomic uint64_t last_call_ns; /* when a caller last began a pass (the keeper reads it) */
+	_Atomic uint64_t last_run_ns; /* when a pass last began (the keeper reads it) */
 	uint32_t rng;
 	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
 	struct harp_queue_stats stats;
@@ -53,7 +53,6 @@ struct harp_ctx {
 	pthread_t keeper; /* runs engines no caller has run lately (HARP_IDLE_PROGRESS_US) */
 	bool keeper_started;
 	_Atomic bool keeper_stop;
-	int keeper_wake_fd; /* an eventfd: stop now, not at the end of a nap */
 };
 
 /* Starts and stops the keeper thread (no thread when HARP_IDLE_PROGRESS_US is 0). */
