@@ -415,7 +415,7 @@ def all_targets(recs, cfg):
     size = cfg.get("target_stream_size", 524288)
     for mtu in cfg.get("mtus", [1500, 3500]):
         harp = harp_stream_rate(recs, label="bandwidth", mtu=mtu, size=size, conns=1)
-        raw = one(recs, tool="harp-perf", test="raw", role="server", mtu=mtu)
+        raw = one(recs, tool="harp-perf", test="raw", role="server", mtu=mtu, mode=None)
         raw_gbps = None
         if raw:
             raw_gbps = raw.get("body_gbps", raw.get("gbps"))
@@ -574,7 +574,7 @@ def plot_bandwidth(recs, cfg):
                 blocks.append(datablock(block, rows))
                 series.append("$%s using 1:2 with linespoints title '%s, MTU %d'" % (
                     block, name, mtu))
-        raw = one(recs, tool="harp-perf", test="raw", role="server", mtu=mtu)
+        raw = one(recs, tool="harp-perf", test="raw", role="server", mtu=mtu, mode=None)
         if raw and raw.get("body_gbps", raw.get("gbps")) is not None:
             series.append("%s with lines dashtype 2 title 'raw AF_XDP, MTU %d'" % (
                 raw.get("body_gbps", raw.get("gbps")), mtu))
@@ -799,7 +799,7 @@ def section_bandwidth(recs, cfg):
         return ""
     text = "## Bandwidth (Gbit/s, receiver's goodput)\n\n" + md_table(
         ["MTU", "message", "harp", "iperf3 TCP", "harp / iperf3"], rows)
-    raws = pick(recs, tool="harp-perf", test="raw", role="server")
+    raws = pick(recs, tool="harp-perf", test="raw", role="server", mode=None)
     if raws:
         text += "\nraw AF_XDP (no protocol), the link's ceiling for harp:\n\n" + md_table(
             ["MTU", "frame bytes", "Mpps", "Gbit/s (UDP payload)", "Gbit/s (harp body)",
@@ -812,14 +812,17 @@ def section_bandwidth(recs, cfg):
 
 def section_latency(recs, cfg):
     rows = []
-    for r in pick(recs, test="pingpong", role="client"):
+    latency = pick(recs, test="pingpong", role="client")
+    latency += pick(recs, test="raw", role="client", mode="pingpong")
+    for r in latency:
         rows.append(("%s (%s)" % (r["tool"], r["transport"]), str(r.get("mtu")),
                      human_size(r.get("size")), r.get("iters"), r.get("p50_us"),
                      r.get("p99_us"), r.get("p999_us"), r.get("mean_us"), r.get("min_us")))
     if not rows:
         return ""
     return ("## Ping-pong round trips (us)\n\nsockperf's smallest message is 14 bytes; it ran "
-            "with --full-rtt, so its figures are whole round trips as harp's are.\n\n" +
+            "with --full-rtt, so its figures are whole round trips as harp's are. raw-afxdp is "
+            "the floor: one frame each way through the same AF_XDP sockets, no protocol.\n\n" +
             md_table(["tool", "MTU", "message", "samples", "p50", "p99", "p99.9", "mean",
                       "min"], rows) + "\n")
 

@@ -561,20 +561,6 @@ static int wait_req(void *req, int *size, const char *what)
 
 /* ---- pingpong -------------------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *sorted, int n, double p)
-{
-	int i = (int)ceil(p / 100.0 * n) - 1;
-
-	return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
-
 static int post_send(void *comm, void *buf, size_t size, void *mh, void **req)
 {
 	*req = NULL;
@@ -611,7 +597,7 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 			 const unsigned char *ref, void *tx_mh, void *rx_mh_recv, void *rx_mh_send,
 			 double *rtt)
 {
-	int total = P.o.warmup + P.o.iters, k, got, i;
+	int total = P.o.warmup + P.o.iters, k, got;
 	double t0, cpu0 = 0, t_start = 0;
 	uint64_t bad = 0;
 	void *sreq, *rreq;
@@ -660,24 +646,10 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 	report_bool(&r, "verified", bad == 0);
 	report_int(&r, "verified_bytes", (int64_t)(size * (size_t)(total - (int)bad)));
 	if (!P.o.server) {
-		double cdf[101], sum = 0;
+		char what[64];
 
-		qsort(rtt, (size_t)P.o.iters, sizeof(*rtt), cmp_double);
-		for (i = 0; i < P.o.iters; i++) {
-			sum += rtt[i];
-		}
-		for (i = 0; i <= 100; i++) {
-			cdf[i] = pct(rtt, P.o.iters, i);
-		}
-		report_num(&r, "p50_us", pct(rtt, P.o.iters, 50));
-		report_num(&r, "p99_us", pct(rtt, P.o.iters, 99));
-		report_num(&r, "p999_us", pct(rtt, P.o.iters, 99.9));
-		report_num(&r, "mean_us", sum / P.o.iters);
-		report_num(&r, "min_us", rtt[0]);
-		report_num(&r, "max_us", rtt[P.o.iters - 1]);
-		report_nums(&r, "cdf_us", cdf, 101);
-		printf("pingpong %8zu B: p50 %.1f us  p99 %.1f us  p99.9 %.1f us\n", size,
-		       pct(rtt, P.o.iters, 50), pct(rtt, P.o.iters, 99), pct(rtt, P.o.iters, 99.9));
+		snprintf(what, sizeof(what), "pingpong %8zu B", size);
+		report_latency(&r, what, rtt, P.o.iters);
 	}
 	if (report_end(&r, P.o.json)) {
 		return -1;

@@ -16,6 +16,11 @@
  * against the window of the pattern that the sequence number implies (memcmp). The stream is one
  * endless message: a frame's offset is its sequence number times the payload length.
  *
+ * With --pingpong N the client measures the link's latency floor instead: it sends one frame,
+ * waits for the server to send it back (the server echoes every frame tagged for it, addresses
+ * swapped, payload copied into a fresh frame as harp's engine copies a message), checks the echo
+ * the same way, and times each round trip: N of them after --warmup untimed ones.
+ *
  * They meet through files in --dir: the server writes raw.server.ready (its token, address, UDP
  * port base and queues) once its sockets are bound; the client writes raw.client.done (frames sent
  * per queue) once its last frame has left. The server stops when it has every frame the client
@@ -55,6 +60,8 @@
 #define RAW_PATTERN_SPAN 4096 /* distinct 8-byte-aligned windows of the pattern */
 #define RAW_CONN_ID 0	      /* harp never hands out connection id 0: marks raw frames */
 #define RAW_TAG 0x52415721u   /* "RAW!" */
+#define RAW_TAG_ECHO 0x52415745u /* "RAWE": send this frame back */
+#define RAW_ECHO_WAIT_MS 1000	 /* client: longest wait for one echo (nothing retransmits) */
 #define RAW_READY "raw.server.ready"
 #define RAW_DONE "raw.client.done"
 #define RAW_MARK_MAGIC "harp-perf-raw 1"
@@ -72,7 +79,9 @@ struct raw_opts {
 	bool server;
 	const char *dir, *peer, *json, *ifname, *label;
 	double seconds, timeout_s;
-	int frame_size; /* IP packet bytes; 0: the IP MTU harp uses */
+	int frame_size; /* IP packet bytes; 0: the IP MTU harp uses (ping-pong: 8 bytes of payload) */
+	int pingpong;	/* client: timed round trips; 0: stream */
+	int warmup;	/* client: untimed round trips before them */
 };
 
 /* One queue's socket and what went through it. */
@@ -82,7 +91,8 @@ struct raw_queue {
 	int index;
 	struct wire_path path; /* client */
 	uint16_t ip_id;	       /* client */
-	uint64_t seq;	       /* client: next to send; server: next expected */
+	uint64_t seq;	       /* client: next to send */
+	uint64_t rx_seq;       /* next expected */
 	uint64_t submitted;    /* client */
 	uint64_t frames;       /* client: sends completed; server: frames that passed every check */
 	uint64_t bad;	       /* server: failed a check (parse, payload, size) */
@@ -90,6 +100,8 @@ struct raw_queue {
 	uint64_t foreign;      /* server: well-formed harp frames of another run or connection */
 	uint64_t gaps;	       /* server: sequence numbers skipped (lost on the way) */
 	uint32_t body_len;     /* server: payload bytes of this queue's first good frame */
+	uint64_t echoed;       /* server: frames sent back */
+	uint64_t echo_dropped; /* server: frames that asked for an echo when no frame was free */
 };
 
 struct raw_run {
@@ -137,6 +149,9 @@ static void raw_usage(FILE *out)
 	fprintf(out,
 		"usage: harp-perf raw --role server|client --dir DIR [options]\n"
 		"  --seconds S     client: how long to send (default 3)\n"
+		"  --pingpong N    client: time N round trips of one frame instead, after\n"
+		"                  --warmup W untimed ones (default 100); server: echo every frame\n"
+		"                  that asks, and expect N + W of them\n"
 		"  --frame-size B  client: IP packet bytes per frame (default: harp's IP MTU);\n"
 		"                  server: the size every frame must have (default: any one)\n"
 		"  --peer IP       client: the server's IPv4 (default: its ready mark's)\n"
@@ -227,6 +242,8 @@ static int raw_parse_args(int argc, char **argv, struct raw_opts *o)
 		{ "ifname", required_argument, NULL, 'i' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "pingpong", required_argument, NULL, 'P' },
+		{ "warmup", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -236,6 +253,7 @@ static int raw_parse_args(int argc, char **argv, struct raw_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->seconds = 3;
 	o->timeout_s = 120;
+	o->warmup = 100;
 	optind = 1;
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -267,6 +285,12 @@ static int raw_parse_args(int argc, char **argv, struct raw_opts *o)
 			break;
 		case 't':
 			err = parse_double("--timeout", optarg, 1, 86400, &o->timeout_s);
+			break;
+		case 'P':
+			err = parse_int("--pingpong", optarg, 1, 10000000, &o->pingpong);
+			break;
+		case 'w':
+			err = parse_int("--warmup", optarg, 0, 10000000, &o->warmup);
 			break;
 		case 'h':
 			raw_usage(stdout);
@@ -686,8 +710,9 @@ static int raw_resolve(struct raw_run *r, uint32_t ip, uint8_t mac[6])
 	return err;
 }
 
-/* Fills the TX ring of one queue with up to a batch of frames; returns how many went in. */
-static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t body)
+/* Fills the TX ring of one queue with up to max frames (a batch at most); returns how many. */
+static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t body, uint32_t max,
+			    uint32_t tag)
 {
 	struct xsk_port *p = &rq->port;
 	struct harp_hdr h = {
@@ -695,7 +720,7 @@ static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t bo
 		.type = HARP_PKT_DATA,
 		.conn_id = RAW_CONN_ID,
 		.token = r->token,
-		.tag = RAW_TAG,
+		.tag = tag,
 		.msg_len = UINT64_MAX, /* one endless message */
 		.len = (uint16_t)body,
 	};
@@ -704,7 +729,7 @@ static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t bo
 	int q = rq->index;
 
 	want = xsk_prod_nb_free(&p->tx, RAW_TX_BATCH);
-	want = want < RAW_TX_BATCH ? want : RAW_TX_BATCH;
+	want = want < max ? want : max;
 	want = want < p->pool.free ? want : p->pool.free;
 	if (!want || xsk_ring_prod__reserve(&p->tx, want, &idx) != want) {
 		return 0;
@@ -759,7 +784,7 @@ static int raw_client_send(struct raw_run *r, uint32_t body, double *t_end)
 	while (!raw_stop) {
 		for (q = 0; q < r->use_queues; q++) {
 			raw_tx_reclaim(&r->q[q]);
-			raw_tx_fill(r, &r->q[q], body);
+			raw_tx_fill(r, &r->q[q], body, RAW_TX_BATCH, RAW_TAG);
 			err = raw_tx_kick(r, &r->q[q]);
 			if (err) {
 				return err;
@@ -837,6 +862,8 @@ static int raw_client_paths(struct raw_run *r, uint32_t server_ip, uint16_t serv
 	return 0;
 }
 
+static int raw_client_pingpong(struct raw_run *r, int frame_bytes);
+
 static int raw_client(struct raw_run *r)
 {
 	uint32_t server_ip = 0;
@@ -864,6 +891,9 @@ static int raw_client(struct raw_run *r)
 	err = raw_client_paths(r, server_ip, server_port_base);
 	if (err) {
 		return err;
+	}
+	if (r->o.pingpong) {
+		return raw_client_pingpong(r, r->o.frame_size ? r->o.frame_size : RAW_FRAME_MIN);
 	}
 	frame_bytes = r->o.frame_size ? r->o.frame_size : r->ip_mtu;
 	t0 = rdv_now();
@@ -902,7 +932,7 @@ static int raw_write_ready(struct raw_run *r)
 
 /* Every check one frame must pass; false counts it bad (or foreign) and keeps it out. */
 static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t *frame,
-			 uint32_t len)
+			 uint32_t len, struct wire_pkt *out)
 {
 	struct wire_pkt pkt;
 	uint64_t seq;
@@ -911,7 +941,8 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t 
 		rq->bad++;
 		return false;
 	}
-	if (pkt.h.token != r->token || pkt.h.conn_id != RAW_CONN_ID || pkt.h.tag != RAW_TAG) {
+	if (pkt.h.token != r->token || pkt.h.conn_id != RAW_CONN_ID ||
+	    (pkt.h.tag != RAW_TAG && pkt.h.tag != RAW_TAG_ECHO)) {
 		rq->foreign++;
 		return false;
 	}
@@ -928,13 +959,47 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t 
 		rq->bad++;
 		return false;
 	}
-	if (seq < rq->seq) {
+	if (seq < rq->rx_seq) {
 		rq->backwards++;
 		return false;
 	}
-	rq->gaps += seq - rq->seq;
-	rq->seq = seq + 1;
+	rq->gaps += seq - rq->rx_seq;
+	rq->rx_seq = seq + 1;
+	*out = pkt;
 	return true;
+}
+
+/* Server: sends a checked frame that asks for it back where it came from, in a fresh frame. */
+static void raw_echo(struct raw_run *r, struct raw_queue *rq, const struct wire_pkt *in)
+{
+	struct xsk_port *p = &rq->port;
+	struct wire_path back;
+	struct xdp_desc *d;
+	uint64_t addr = 0;
+	uint8_t *frame;
+	uint32_t idx;
+
+	xsk_port_reclaim(p);
+	if (!p->pool.free || xsk_ring_prod__reserve(&p->tx, 1, &idx) != 1) {
+		rq->echo_dropped++;
+		return;
+	}
+	frame_pool_get(&p->pool, &addr, 1);
+	frame = xsk_port_frame(p, addr);
+	memcpy(frame + HARP_FRAME_OVERHEAD, in->body, in->h.len);
+	memcpy(back.src_mac, r->ifi.mac, 6);
+	memcpy(back.dst_mac, in->src_mac, 6);
+	back.src_ip = in->dst_ip;
+	back.dst_ip = in->src_ip;
+	back.src_port = in->dst_port;
+	back.dst_port = in->src_port;
+	d = xsk_ring_prod__tx_desc(&p->tx, idx);
+	d->addr = addr;
+	d->len = wire_build(frame, &back, &in->h, in->h.len, rq->ip_id++);
+	d->options = 0;
+	xsk_ring_prod__submit(&p->tx, 1);
+	p->tx_pending++;
+	rq->echoed++;
 }
 
 /* The engine's receive: up to RAW_RX_ROUNDS peeks of a batch, every frame back to the fill ring. */
@@ -953,8 +1018,14 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 		for (i = 0; i < n; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
 			const uint8_t *f = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
+			struct wire_pkt pkt;
 
-			rq->frames += raw_rx_check(r, rq, f, d->len);
+			if (raw_rx_check(r, rq, f, d->len, &pkt)) {
+				rq->frames++;
+				if (pkt.h.tag == RAW_TAG_ECHO) {
+					raw_echo(r, rq, &pkt); /* before its frame goes back to the fill ring */
+				}
+			}
 		}
 		xsk_port_refill(p, idx_rx, n);
 		xsk_ring_cons__release(&p->rx, n);
@@ -964,6 +1035,116 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 		}
 	}
 	return total;
+}
+
+/* ---- ping-pong ------------------------------------------------------------------------------- */
+
+/* Client: has the echo of frame seq come back (every check passed)? */
+static bool raw_echo_back(struct raw_run *r, struct raw_queue *rq, uint64_t seq)
+{
+	struct xsk_port *p = &rq->port;
+	uint32_t idx_rx, n, i;
+	bool back = false;
+
+	xsk_port_wake_rx(p);
+	n = xsk_ring_cons__peek(&p->rx, RAW_RX_BATCH, &idx_rx);
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
+		const uint8_t *f = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
+		struct wire_pkt pkt;
+
+		if (raw_rx_check(r, rq, f, d->len, &pkt) && pkt.h.tag == RAW_TAG_ECHO &&
+		    pkt.h.psn == (uint32_t)seq) {
+			back = true;
+		}
+	}
+	if (n) {
+		xsk_port_refill(p, idx_rx, n);
+		xsk_ring_cons__release(&p->rx, n);
+	}
+	return back;
+}
+
+/* Client: one frame out, and its echo back (bounded by RAW_ECHO_WAIT_MS). */
+static int raw_round_trip(struct raw_run *r, struct raw_queue *rq, uint32_t body, int k)
+{
+	uint64_t t0 = now_ns();
+	int err;
+
+	raw_tx_reclaim(rq);
+	if (raw_tx_fill(r, rq, body, 1, RAW_TAG_ECHO) != 1) {
+		raw_err("round trip %d: no room in the TX ring or no free frame", k);
+		return -ENOBUFS;
+	}
+	for (;;) {
+		err = raw_tx_kick(r, rq); /* again while the kernel said EAGAIN */
+		if (err) {
+			return err;
+		}
+		if (raw_echo_back(r, rq, rq->seq - 1)) {
+			return 0;
+		}
+		if (raw_stop) {
+			return -EINTR;
+		}
+		if (now_ns() - t0 > RAW_ECHO_WAIT_MS * 1000000ull) {
+			raw_err("round trip %d: no echo within %d ms (%" PRIu64 " bad, %" PRIu64
+				" out of order so far; nothing is retransmitted)",
+				k, RAW_ECHO_WAIT_MS, rq->bad, rq->backwards);
+			return -ETIMEDOUT;
+		}
+		raw_tx_reclaim(rq);
+	}
+}
+
+/* Client, --pingpong: warm-up round trips, then timed ones; the record holds their latency. */
+static int raw_client_pingpong(struct raw_run *r, int frame_bytes)
+{
+	struct raw_queue *rq = &r->q[0];
+	uint32_t body = (uint32_t)(frame_bytes - RAW_HDRS);
+	int total = r->o.warmup + r->o.pingpong, k, err = 0;
+	double *rtt = calloc((size_t)r->o.pingpong, sizeof(*rtt));
+	double t_start = rdv_now(), cpu0 = cpu_seconds(), t_end;
+	struct report rep;
+
+	if (!rtt) {
+		return -ENOMEM;
+	}
+	for (k = 0; k < total && !err; k++) {
+		uint64_t t0;
+
+		if (k == r->o.warmup) {
+			t_start = rdv_now();
+			cpu0 = cpu_seconds();
+		}
+		t0 = now_ns();
+		err = raw_round_trip(r, rq, body, k);
+		if (!err && k >= r->o.warmup) {
+			rtt[k - r->o.warmup] = (double)(now_ns() - t0) / 1e3;
+		}
+	}
+	t_end = rdv_now();
+	raw_tx_reclaim(rq);
+	raw_report_common(&rep, r, "client", (uint64_t)(k - (err != 0)), frame_bytes,
+			  t_end - t_start, cpu_seconds() - cpu0);
+	report_str(&rep, "mode", "pingpong");
+	report_int(&rep, "size", body);
+	report_int(&rep, "iters", r->o.pingpong);
+	report_bool(&rep, "verified", !err && !rq->bad && !rq->backwards);
+	report_int(&rep, "rx_bad", (int64_t)rq->bad);
+	if (!err) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "raw pingpong %6d B", (int)body);
+		report_latency(&rep, what, rtt, r->o.pingpong);
+	}
+	free(rtt);
+	if (err) {
+		return err;
+	}
+	rq->frames = rq->submitted; /* the done mark's count: every frame was echoed */
+	err = raw_write_done(r, frame_bytes, t_end - t_start);
+	return err ? err : report_end(&rep, r->o.json);
 }
 
 /* What the client's done mark says; -ENOENT while there is none. */
@@ -1078,7 +1259,10 @@ static int raw_server_loop(struct raw_run *r, struct raw_done *dm, struct raw_rx
 	next_tick = c->start_ns;
 	while (!raw_stop) {
 		for (q = 0; q < r->nqueues; q++) {
-			raw_rx_drain(r, &r->q[q]);
+			if (raw_rx_drain(r, &r->q[q]) && r->q[q].port.tx_pending &&
+			    raw_tx_kick(r, &r->q[q])) {
+				return -EIO;
+			}
 		}
 		now = now_ns();
 		good = raw_rx_good(r);
@@ -1101,11 +1285,22 @@ static int raw_server_loop(struct raw_run *r, struct raw_done *dm, struct raw_rx
 	return raw_stop ? -EINTR : rc < 0 ? rc : 0;
 }
 
+static uint64_t raw_echoed(const struct raw_run *r)
+{
+	uint64_t n = 0;
+	int q;
+
+	for (q = 0; q < r->nqueues; q++) {
+		n += r->q[q].echoed;
+	}
+	return n;
+}
+
 /* The receive side's counters, so a loss says where it happened. */
 static void raw_report_server_counters(struct report *rep, const struct raw_run *r)
 {
 	struct harp_queue_stats st, sum;
-	uint64_t bad = 0, backwards = 0, foreign = 0, gaps = 0;
+	uint64_t bad = 0, backwards = 0, foreign = 0, gaps = 0, echo_dropped;
 	int q;
 
 	memset(&sum, 0, sizeof(sum));
@@ -1131,6 +1326,12 @@ static void raw_report_server_counters(struct report *rep, const struct raw_run 
 	report_int(rep, "xsk_rx_ring_full", (int64_t)sum.xdp_rx_ring_full);
 	report_int(rep, "xsk_fill_ring_empty", (int64_t)sum.xdp_rx_fill_ring_empty);
 	report_int(rep, "xdp_no_socket", (int64_t)st.xdp_no_socket);
+	echo_dropped = 0;
+	for (q = 0; q < r->nqueues; q++) {
+		echo_dropped += r->q[q].echo_dropped;
+	}
+	report_int(rep, "echoed", (int64_t)raw_echoed(r));
+	report_int(rep, "echo_dropped", (int64_t)echo_dropped);
 }
 
 /* Frame size every queue saw (IP packet bytes), or 0 when no frame passed; -1 when they differ. */
@@ -1194,6 +1395,11 @@ static int raw_server(struct raw_run *r)
 	frame_bytes = raw_rx_frame_bytes(r);
 	sizes_ok = raw_rx_sizes_ok(r, &dm, frame_bytes);
 	verified = !err && good > 0 && bad == 0 && sizes_ok;
+	if (r->o.pingpong && raw_echoed(r) != (uint64_t)r->o.pingpong + (uint64_t)r->o.warmup) {
+		raw_err("echoed %" PRIu64 " frames; --pingpong %d and --warmup %d make %d",
+			raw_echoed(r), r->o.pingpong, r->o.warmup, r->o.pingpong + r->o.warmup);
+		verified = false;
+	}
 	raw_report_common(&rep, r, "server", good, frame_bytes > 0 ? frame_bytes : 0,
 			  c.last_ns > c.first_ns ? (double)(c.last_ns - c.first_ns) / 1e9 : NAN,
 			  c.first_ns ? c.cpu_last - c.cpu_first : NAN);
@@ -1203,6 +1409,12 @@ static int raw_server(struct raw_run *r)
 	} else {
 		report_str(&rep, "sent", NULL);
 		report_str(&rep, "lost", NULL);
+	}
+	if (r->o.pingpong || raw_echoed(r)) {
+		report_str(&rep, "mode", "pingpong"); /* not a stream: no ceiling */
+		if (frame_bytes > 0) {
+			report_int(&rep, "size", frame_bytes - RAW_HDRS);
+		}
 	}
 	report_bool(&rep, "verified", verified);
 	report_int(&rep, "verified_bytes",

@@ -126,6 +126,43 @@ void report_nums(struct report *r, const char *key, const double *vals, int n)
 	put(r, "]");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The p-th percentile of n sorted values (nearest rank). */
+static double pct(const double *sorted, int n, double p)
+{
+	int i = (int)ceil(p / 100.0 * n) - 1;
+
+	return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+void report_latency(struct report *r, const char *what, double *us, int n)
+{
+	double cdf[101], sum = 0;
+	int i;
+
+	qsort(us, (size_t)n, sizeof(*us), cmp_double);
+	for (i = 0; i < n; i++) {
+		sum += us[i];
+	}
+	for (i = 0; i <= 100; i++) {
+		cdf[i] = pct(us, n, i);
+	}
+	report_num(r, "p50_us", pct(us, n, 50));
+	report_num(r, "p99_us", pct(us, n, 99));
+	report_num(r, "p999_us", pct(us, n, 99.9));
+	report_num(r, "mean_us", sum / n);
+	report_num(r, "min_us", us[0]);
+	report_num(r, "max_us", us[n - 1]);
+	report_nums(r, "cdf_us", cdf, 101);
+	printf("%s: p50 %.1f us  p99 %.1f us  p99.9 %.1f us\n", what, pct(us, n, 50),
+	       pct(us, n, 99), pct(us, n, 99.9));
+}
 
 /* The driver's name as ethtool -i shows it ("veth", "ena", "virtio_net"), or NULL. */
 static int iface_driver(const char *ifname, char *out, size_t len)

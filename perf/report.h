@@ -27,6 +27,12 @@ void report_num(struct report *r, const char *key, double val); /* NaN/inf: null
 void report_bool(struct report *r, const char *key, bool val);
 void report_nums(struct report *r, const char *key, const double *vals, int n);
 /*
+ * Round-trip times (microseconds, n > 0; sorted in place): "p50_us", "p99_us", "p999_us",
+ * "mean_us", "min_us", "max_us" and "cdf_us" (101 percentiles). Prints one line, prefixed with
+ * what, on stdout.
+ */
+void report_latency(struct report *r, const char *what, double *us, int n);
+/*
  * The interface's facts: "ifname", "driver" (ethtool's, or sysfs), "mtu", "queues" (the rx
  * queues the kernel shows), "kernel", "host".
  */
