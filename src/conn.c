@@ -184,10 +184,10 @@ static int pick_path(struct harp_conn *c, int avoid, bool rtx)
 {
 	int best = -1, fallback = -1;
 	uint64_t best_score = UINT64_MAX;
+	uint32_t k = c->npaths ? c->path_rr % c->npaths : 0; /* one division, not one a path */
 	uint32_t i;
 
-	for (i = 0; i < c->npaths; i++) {
-		uint32_t k = (c->path_rr + i) % c->npaths;
+	for (i = 0; i < c->npaths; i++, k = k + 1 == c->npaths ? 0 : k + 1) {
 		const struct conn_path *p = &c->paths[k];
 		uint64_t score;
 

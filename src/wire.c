@@ -16,17 +16,28 @@
 
 /*
  * One's-complement sum of len bytes, as a 16-bit big-endian sum folded into 32 bits. It adds
- * 32-bit words in native order into a 64-bit accumulator (the one's-complement sum does not care
- * about byte order until the end, RFC 1071), which is several times faster than 16 bits at a
- * time over a 1.4-3.4 KB payload.
+ * 32-bit words in native order into 64-bit accumulators (the one's-complement sum does not care
+ * about byte order until the end, RFC 1071), four of them side by side, which is several times
+ * faster than 16 bits at a time over a 1.4-3.4 KB payload.
  */
 static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	uint64_t acc = 0;
-	uint32_t w;
+	uint64_t acc = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+	uint32_t w, q[4];
 	uint16_t h;
 
+	/* four independent sums, so the additions need not wait for each other */
+	while (len >= 16) {
+		memcpy(q, p, 16);
+		a0 += q[0];
+		a1 += q[1];
+		a2 += q[2];
+		a3 += q[3];
+		p += 16;
+		len -= 16;
+	}
+	acc = a0 + a1 + a2 + a3;
 	while (len >= 4) {
 		memcpy(&w, p, 4);
 		acc += w;

@@ -382,6 +382,29 @@ static void test_udp_csum_zero_sent_as_ffff(void **state)
 	assert_int_equal(parse(&f, NULL), WIRE_OK);
 }
 
+/* The sum against a byte-at-a-time reference: every length to 300, every alignment to 7. */
+static void test_csum_every_length_and_alignment(void **state)
+{
+	uint8_t buf[320];
+	size_t len, off, i;
+	uint32_t x = 12345;
+
+	(void)state;
+	for (i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len <= 300; len++) {
+			uint16_t want = (uint16_t)~fold(sum_words(buf + off, len));
+
+			assert_int_equal(wire_ip_csum(buf + off, len), want);
+		}
+	}
+	memset(buf, 0xff, sizeof(buf)); /* every carry at once */
+	assert_int_equal(wire_ip_csum(buf, 300), (uint16_t)~fold(sum_words(buf, 300)));
+}
+
 static void test_ip_csum_known_vector(void **state)
 {
 	/* A textbook IPv4 header whose checksum is 0xb861. */
@@ -820,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_reserved_fields_carried),
 		cmocka_unit_test(test_udp_csum_zero_sent_as_ffff),
 		cmocka_unit_test(test_ip_csum_known_vector),
+		cmocka_unit_test(test_csum_every_length_and_alignment),
 		cmocka_unit_test(test_truncated_every_length),
 		cmocka_unit_test(test_trailing_padding_accepted),
 		cmocka_unit_test(test_udp_payload_shorter_than_header),
