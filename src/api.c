@@ -632,6 +632,7 @@ static int submit(struct harp_conn *c, struct harp_req *r, struct harp_req **out
 {
 	/* The ring has a slot for every request object, so it cannot be full. */
 	spsc_push(c->submit, r);
+	engine_notify(c->engine, c);
 	*out = r;
 	engine_progress(c->engine);
 	return 0;

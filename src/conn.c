@@ -1052,6 +1052,12 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 	return true;
 }
 
+bool conn_tx_pending(const struct harp_conn *c)
+{
+	return c->rtx_head != c->rtx_tail || c->cts_out_head || c->ssn_cur != c->ssn_next ||
+	       (c->port_span && c->paths_live < c->paths_want);
+}
+
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct tx_rec *rec;
@@ -1061,6 +1067,9 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
+	}
+	if (c->rtx_head == c->rtx_tail && !c->cts_out_head && c->ssn_cur == c->ssn_next) {
+		return false; /* nothing to send: no need to look for a path */
 	}
 	while (c->rtx_head != c->rtx_tail) {
 		psn = c->rtxq[c->rtx_head & (CONN_TXQ - 1)];

@@ -153,9 +153,10 @@ struct harp_conn {
 	/* ---- shared between threads ---- */
 	_Atomic int state;	   /* enum conn_state */
 	_Atomic int fail_err;	   /* why it failed */
-	_Atomic bool close_req;	   /* the user closed it; the engine frees it */
 	struct spsc *submit;	   /* data thread -> engine: struct harp_req * */
 	struct harp_conn *next_new; /* engine's hand-over list link */
+	_Atomic bool wants_take;    /* on the engine's list of connections with new requests */
+	struct harp_conn *next_take; /* that list's link */
 
 	/* ---- set-up thread only (control.c) ---- */
 	struct ctrl_setup *setup;
@@ -167,6 +168,12 @@ struct harp_conn {
 
 	/* ---- engine only ---- */
 	struct harp_conn *next_active; /* engine's list of connections */
+	struct harp_conn *next_retry;  /* engine's list of those whose next request must wait */
+	bool on_retry;
+	struct harp_conn *next_tx; /* engine's list of those that may have packets to send */
+	bool on_tx;
+	struct harp_conn *next_ack_wait; /* engine's list of those with a delayed ack owed */
+	bool on_ack_wait;
 	uint16_t ip_id;
 	/* sender */
 	uint32_t snd_una, snd_nxt;
@@ -253,6 +260,8 @@ struct conn_tx {
  * into the sender's buffer).
  */
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
+/* Has it packets to send, now or once its window or paths allow (a cheap check)? */
+bool conn_tx_pending(const struct harp_conn *c);
 /*
  * Paths. conn_paths_init sets probing up (conn_start starts its clock on the engine): rounds of
  * PROBE packets over random port pairs, the source port within our range and the destination

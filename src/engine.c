@@ -20,6 +20,9 @@
 #define TX_BATCH 256
 #define CONN_BURST 64		     /* packets one connection may send per round */
 #define CTRL_PERIOD_NS (2 * 1000000ull) /* how often control sockets are looked at */
+/* How often every connection's timers run: a tenth of the shortest retransmission timeout. The
+ * delayed ack (20 us) has a list of its own, looked at every pass. */
+#define TIMER_PERIOD_NS 1000000ull
 
 int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue, int busy_wait_ms)
 {
@@ -92,11 +95,73 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c)
 							memory_order_release, memory_order_relaxed));
 }
 
+/*
+ * A connection that may have something to send now: a request taken, a packet received (an ack
+ * opens the window, a CTS lets a send go, a sack shows a loss), a timer or probe round due. The
+ * transmit step visits only these, and drops each that has nothing to send.
+ */
+static void tx_list_add(struct harp_engine *e, struct harp_conn *c)
+{
+	if (c->on_tx) {
+		return;
+	}
+	c->on_tx = true;
+	c->next_tx = NULL;
+	if (e->tx_tail) {
+		e->tx_tail->next_tx = c;
+	} else {
+		e->tx_head = c;
+	}
+	e->tx_tail = c;
+}
+
+static void tx_list_remove(struct harp_engine *e, struct harp_conn *c)
+{
+	struct harp_conn *prev = NULL, *x;
+
+	if (!c->on_tx) {
+		return;
+	}
+	for (x = e->tx_head; x != c; x = x->next_tx) {
+		prev = x;
+	}
+	if (prev) {
+		prev->next_tx = c->next_tx;
+	} else {
+		e->tx_head = c->next_tx;
+	}
+	if (e->tx_tail == c) {
+		e->tx_tail = prev;
+	}
+	c->on_tx = false;
+}
+
+void engine_notify(struct harp_engine *e, struct harp_conn *c)
+{
+	struct harp_conn *head;
+
+	/* acq_rel: when the flag was already set, the engine has yet to clear it, and its clearing
+	 * exchange reads ours (so it sees the request pushed before it, see take_requests) */
+	if (atomic_exchange_explicit(&c->wants_take, true, memory_order_acq_rel)) {
+		return;
+	}
+	head = atomic_load_explicit(&e->to_take, memory_order_relaxed);
+	do {
+		c->next_take = head;
+		/* release: the request in c's ring is visible before the engine can see c here */
+	} while (!atomic_compare_exchange_weak_explicit(&e->to_take, &head, c, memory_order_release,
+							memory_order_relaxed));
+}
+
 static void adopt(struct harp_engine *e, uint64_t now)
 {
+	struct harp_conn *c, *next;
+
+	if (!atomic_load_explicit(&e->handover, memory_order_relaxed)) {
+		return; /* the usual case: no exchange (a locked instruction) every pass */
+	}
 	/* acquire: pairs with engine_handover's release */
-	struct harp_conn *c = atomic_exchange_explicit(&e->handover, NULL, memory_order_acquire);
-	struct harp_conn *next;
+	c = atomic_exchange_explicit(&e->handover, NULL, memory_order_acquire);
 
 	for (; c; c = next) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
@@ -108,6 +173,7 @@ static void adopt(struct harp_engine *e, uint64_t now)
 			conn_fail(c, -errno);
 		}
 		conn_start(c, now);
+		tx_list_add(e, c); /* its probes */
 		c->next_active = e->conns;
 		e->conns = c;
 		e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = c;
@@ -181,8 +247,33 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		return;
 	}
 	conn_on_packet(c, &p, now);
+	tx_list_add(e, c);
 	if (conn_ack_wanted(c, now)) {
 		ack_list_add(e, c);
+	} else if (c->ack_due && !c->on_ack_wait) {
+		c->on_ack_wait = true; /* owed, not yet due */
+		c->next_ack_wait = e->ack_wait;
+		e->ack_wait = c;
+	}
+}
+
+/* Delayed acks whose time has come go on the ack list; those paid by a piggyback leave. */
+static void acks_due(struct harp_engine *e, uint64_t now)
+{
+	struct harp_conn **pp = &e->ack_wait, *c;
+
+	while ((c = *pp)) {
+		bool due = conn_ack_wanted(c, now);
+
+		if (due) {
+			ack_list_add(e, c);
+		}
+		if (due || !c->ack_due) {
+			*pp = c->next_ack_wait;
+			c->on_ack_wait = false;
+		} else {
+			pp = &c->next_ack_wait;
+		}
 	}
 }
 
@@ -269,31 +360,51 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 
 static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 {
-	struct harp_conn *c;
+	struct harp_conn *c, *next, *prev;
 	struct conn_tx tx;
 	bool more = true;
 
-	/* Round-robin in bursts, so one busy connection cannot starve the others. */
+	/* Round-robin in bursts, so one busy connection cannot starve the others. A connection
+	 * that had nothing more to send leaves the list; one cut short by the batch or the frame
+	 * pool stays for the next pass. */
 	while (more && tx_room(b)) {
 		more = false;
-		for (c = e->conns; c && tx_room(b); c = c->next_active) {
+		for (prev = NULL, c = e->tx_head; c && tx_room(b); c = next) {
 			int burst = 0;
+			bool out = true; /* it said it has nothing more */
 
+			next = c->next_tx;
 			while (tx_room(b) && e->port.pool.free && conn_next_probe(c, &tx, now)) {
 				if (!tx_put(e, b, c, &tx)) {
 					break;
 				}
 			}
-			while (burst < CONN_BURST && tx_room(b) && e->port.pool.free &&
-			       conn_next_tx(c, &tx, now)) {
+			while (burst < CONN_BURST && tx_room(b) && e->port.pool.free) {
+				if (!conn_next_tx(c, &tx, now)) {
+					break;
+				}
 				if (!tx_put(e, b, c, &tx)) {
 					break;
 				}
 				burst++;
 			}
-			if (burst == CONN_BURST) {
-				more = true;
+			if (burst == CONN_BURST || !tx_room(b) || !e->port.pool.free) {
+				out = false;
+				more |= burst == CONN_BURST;
 			}
+			if (!out) {
+				prev = c;
+				continue;
+			}
+			if (prev) {
+				prev->next_tx = next;
+			} else {
+				e->tx_head = next;
+			}
+			if (e->tx_tail == c) {
+				e->tx_tail = prev;
+			}
+			c->on_tx = false;
 		}
 	}
 }
@@ -313,54 +424,118 @@ static void expect_packets(struct harp_engine *e, const struct harp_conn *c,
 	xsk_port_expect(&e->port, bytes / c->payload_max + 1);
 }
 
-static void take_requests(struct harp_engine *e)
+/* Takes c's new requests in order; false when the next one must wait for a free slot. */
+static bool take_from(struct harp_engine *e, struct harp_conn *c)
 {
-	struct harp_conn *c;
 	struct harp_req *r;
 
-	for (c = e->conns; c; c = c->next_active) {
-		while ((r = spsc_peek(c->submit))) {
-			if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
-				spsc_pop(c->submit);
-				req_finish(r, atomic_load(&c->fail_err));
-				continue;
-			}
-			if (!conn_take_request(c, r)) {
-				break;
-			}
+	tx_list_add(e, c);
+	while ((r = spsc_peek(c->submit))) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 			spsc_pop(c->submit);
-			if (r->kind == REQ_RECV) {
-				expect_packets(e, c, r);
-			}
+			req_finish(r, atomic_load(&c->fail_err));
+			continue;
+		}
+		if (!conn_take_request(c, r)) {
+			return false;
+		}
+		spsc_pop(c->submit);
+		if (r->kind == REQ_RECV) {
+			expect_packets(e, c, r);
+		}
+	}
+	return true;
+}
+
+static void retry_add(struct harp_engine *e, struct harp_conn *c)
+{
+	if (!c->on_retry) {
+		c->on_retry = true;
+		c->next_retry = e->retry;
+		e->retry = c;
+	}
+}
+
+static void retry_remove(struct harp_engine *e, struct harp_conn *c)
+{
+	struct harp_conn **pp = &e->retry;
+
+	if (!c->on_retry) {
+		return;
+	}
+	while (*pp != c) {
+		pp = &(*pp)->next_retry;
+	}
+	*pp = c->next_retry;
+	c->on_retry = false;
+}
+
+/*
+ * New requests: only the connections that said they have some (engine_notify), and those whose
+ * next request waited for a slot, so a pass costs what was posted, not the number of connections.
+ */
+static void take_requests(struct harp_engine *e, uint64_t now)
+{
+	struct harp_conn *c, *next, **pp;
+
+	for (pp = &e->retry; (c = *pp);) {
+		if (take_from(e, c)) {
+			*pp = c->next_retry;
+			c->on_retry = false;
+		} else {
+			pp = &c->next_retry;
+		}
+	}
+	if (!atomic_load_explicit(&e->to_take, memory_order_relaxed)) {
+		return;
+	}
+	/* acquire: pairs with engine_notify's release */
+	c = atomic_exchange_explicit(&e->to_take, NULL, memory_order_acquire);
+	adopt(e, now); /* a connection is handed over before its first request is posted */
+	for (; c; c = next) {
+		next = c->next_take;
+		/* acquire: a notify that found the flag still set is visible, and so is its request */
+		atomic_exchange_explicit(&c->wants_take, false, memory_order_acq_rel);
+		if (!take_from(e, c)) {
+			retry_add(e, c);
 		}
 	}
 }
 
-static void reap_closed(struct harp_engine *e)
+/* Takes c off the engine's lists, tells the peer, fails what is pending and frees it. */
+static void reap(struct harp_engine *e, struct harp_conn *c)
 {
-	struct harp_conn **pp = &e->conns, *c;
+	struct harp_conn **pp = &e->conns;
 
-	while ((c = *pp)) {
-		/* acquire: the user's last use of the connection happened before close_req */
-		if (!atomic_load_explicit(&c->close_req, memory_order_acquire)) {
-			pp = &c->next_active;
-			continue;
-		}
-		*pp = c->next_active;
-		if (c->on_ack_list) {
-			struct harp_conn **ap = &e->ack_list;
+	retry_remove(e, c);
+	tx_list_remove(e, c);
+	if (c->on_ack_wait) {
+		struct harp_conn **wp = &e->ack_wait;
 
-			while (*ap != c) {
-				ap = &(*ap)->next_ack;
-			}
-			*ap = c->next_ack;
+		while (*wp != c) {
+			wp = &(*wp)->next_ack_wait;
 		}
-		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
-			ctrl_send_close(c);
-		}
-		conn_fail(c, -ECONNABORTED);
-		engine_release_conn(e, c);
+		*wp = c->next_ack_wait;
 	}
+	while (*pp && *pp != c) {
+		pp = &(*pp)->next_active;
+	}
+	if (*pp) {
+		*pp = c->next_active;
+	}
+	if (c->on_ack_list) {
+		struct harp_conn **ap = &e->ack_list;
+
+		while (*ap != c) {
+			ap = &(*ap)->next_ack;
+		}
+		*ap = c->next_ack;
+	}
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+		ctrl_send_close(c);
+	}
+	conn_fail(c, -ECONNABORTED);
+	engine_release_conn(e, c);
 }
 
 /* No port pair reached the peer's engine in HARP_CONNECT_TIMEOUT_MS: say why, as far as we can. */
@@ -393,10 +568,20 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	struct harp_conn *c;
 	int n, i;
 
+	/* Timers run every TIMER_PERIOD_NS, not every pass: a pass under load takes a microsecond or
+	 * two, and this loop visits every connection. While one probes for paths, every pass. */
+	acks_due(e, now);
+	if (now < e->next_timer_ns && !e->probing) {
+		goto control;
+	}
+	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
 	for (c = e->conns; c; c = c->next_active) {
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
+			if (conn_tx_pending(c)) {
+				tx_list_add(e, c); /* a retransmission, a probe round, or a safety net */
+			}
 			if (conn_ack_wanted(c, now)) {
 				ack_list_add(e, c); /* a delayed ack whose time has come */
 			}
@@ -406,6 +591,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 			}
 		}
 	}
+control:
 	/* A connection waiting for its first path waits for the peer's report on the control
 	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
 	if (now < e->next_ctrl_ns && !e->probing) {
@@ -415,6 +601,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	n = epoll_wait(e->epfd, evs, ARRAY_SIZE(evs), 0);
 	for (i = 0; i < n; i++) {
 		c = evs[i].data.ptr;
+		tx_list_add(e, c); /* a path found: what waited for one may go */
 		if (ctrl_poll_conn(c, now) < 0) {
 			epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
 		}
@@ -459,8 +646,7 @@ int engine_progress(struct harp_engine *e)
 		}
 	}
 	xsk_port_wake_rx(p);
-	take_requests(e);
-	reap_closed(e);
+	take_requests(e, now);
 	timers_and_control(e, now);
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
@@ -581,9 +767,9 @@ static void engine_hold(struct harp_engine *e)
 void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 {
 	engine_hold(e);
-	adopt(e, now_ns());
-	atomic_store_explicit(&c->close_req, true, memory_order_relaxed);
-	reap_closed(e);
+	adopt(e, now_ns()); /* it may not have been adopted yet */
+	take_requests(e, now_ns()); /* and it may be on the list of those with new requests */
+	reap(e, c);
 	atomic_store_explicit(&e->busy, false, memory_order_release);
 }
 
@@ -599,7 +785,7 @@ void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 
 	engine_hold(e);
 	adopt(e, now_ns());
-	take_requests(e); /* posted but not yet taken: they count too */
+	take_requests(e, now_ns()); /* posted but not yet taken: they count too */
 	for (c = e->conns; c; c = c->next_active) {
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
 		    conn_uses_region(c, addr, len)) {

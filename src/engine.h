@@ -23,11 +23,16 @@ struct harp_engine {
 	struct xsk_port port;
 	_Atomic bool busy;			 /* someone is running this engine */
 	_Atomic(struct harp_conn *) handover;	 /* established connections, not yet adopted */
+	_Atomic(struct harp_conn *) to_take;	 /* connections with new requests (engine_notify) */
+	struct harp_conn *retry; /* connections whose next request waits for a free slot */
+	struct harp_conn *tx_head, *tx_tail; /* connections that may have packets to send */
 	struct harp_conn *conns;		 /* adopted connections */
 	struct harp_conn *by_slot[HARP_MAX_CONNS]; /* adopted, by id slot */
 	struct harp_conn *ack_list;
+	struct harp_conn *ack_wait; /* connections owing a delayed ack (CONN_ACK_DELAY_NS) */
 	int epfd; /* control sockets of adopted connections */
 	uint64_t next_ctrl_ns;
+	uint64_t next_timer_ns; /* when every connection's timers run next */
 	uint32_t probing; /* connections without a path yet: control sockets read every pass */
 	_Atomic uint64_t last_run_ns; /* when a pass last began (the keeper reads it) */
 	uint32_t rng;
@@ -69,6 +74,8 @@ void engine_forget_region(struct harp_engine *e, const void *addr, size_t len);
 void engine_close_conn(struct harp_engine *e, struct harp_conn *c);
 /* Hands an established connection to its engine (any thread). */
 void engine_handover(struct harp_engine *e, struct harp_conn *c);
+/* c's submit ring has a new request: the engine's next pass takes it (the data thread). */
+void engine_notify(struct harp_engine *e, struct harp_conn *c);
 
 void conn_destroy(struct harp_conn *c);
 
