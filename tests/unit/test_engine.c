@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * engine.c's passes over fake rings: two engines whose AF_XDP rings are plain memory, joined by
+ * a "kernel" in this file that moves each TX descriptor of one into a fill-ring frame and an RX
+ * descriptor of the other (or drops it). It checks the lists a pass works from: connections with
+ * new requests, those that may send, those owing a delayed ack, those whose next request waits
+ * for a slot, and that a closed connection leaves none of them behind.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <arpa/inet.h>
+
+#include "engine.h"
+
+#define FRAMES 4096
+#define RING 2048
+#define PAYLOAD 1400
+#define MAX_PAIRS 200
+
+/* ---- what engine.c needs from the rest of the library ---------------------------------------- */
+
+static int destroyed;
+
+void ctrl_send_close(struct harp_conn *c)
+{
+	(void)c;
+}
+
+void ctrl_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+{
+	(void)c;
+	(void)round;
+	(void)cand;
+}
+
+int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
+{
+	(void)c;
+	(void)now;
+	return 0;
+}
+
+void steer_claim(const struct steer *s, int queue)
+{
+	(void)s;
+	(void)queue;
+}
+
+void steer_release(const struct steer *s, int queue)
+{
+	(void)s;
+	(void)queue;
+}
+
+void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token)
+{
+	(void)s;
+	(void)conn_id;
+	(void)token;
+}
+
+uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token)
+{
+	(void)s;
+	(void)conn_id;
+	(void)token;
+	return 0;
+}
+
+void conn_destroy(struct harp_conn *c)
+{
+	destroyed++;
+	conn_free(c);
+	spsc_destroy(c->submit);
+	close(c->ctrl_fd);
+	c->submit = NULL;
+}
+
+/* ---- fake rings -------------------------------------------------------------------------------- */
+
+/* The shared part of one ring: what the kernel and the socket's user both see. */
+struct ring_mem {
+	uint32_t producer, consumer, flags;
+	void *ring;
+};
+
+struct side {
+	struct harp_ctx ctx;
+	struct harp_engine e;
+	struct ring_mem fill, comp, tx, rx;
+	struct harp_conn conns[MAX_PAIRS];
+};
+
+static void ring_prod(struct xsk_ring_prod *r, struct ring_mem *m, size_t elem)
+{
+	m->ring = calloc(RING, elem);
+	assert_non_null(m->ring);
+	r->cached_prod = 0;
+	r->cached_cons = RING;
+	r->mask = RING - 1;
+	r->size = RING;
+	r->producer = &m->producer;
+	r->consumer = &m->consumer;
+	r->ring = m->ring;
+	r->flags = &m->flags; /* no wake-up ever needed */
+}
+
+static void ring_cons(struct xsk_ring_cons *r, struct ring_mem *m, size_t elem)
+{
+	m->ring = calloc(RING, elem);
+	assert_non_null(m->ring);
+	r->cached_prod = 0;
+	r->cached_cons = 0;
+	r->mask = RING - 1;
+	r->size = RING;
+	r->producer = &m->producer;
+	r->consumer = &m->consumer;
+	r->ring = m->ring;
+	r->flags = &m->flags;
+}
+
+static void side_init(struct side *s)
+{
+	struct xsk_port *p = &s->e.port;
+
+	memset(s, 0, sizeof(*s));
+	params_defaults(&s->ctx.params);
+	snprintf(s->ctx.ifi.name, sizeof(s->ctx.ifi.name), "fake0");
+	s->ctx.steer.xsks_map_fd = -1;
+	s->e.ctx = &s->ctx;
+	s->e.epfd = epoll_create1(EPOLL_CLOEXEC);
+	assert_true(s->e.epfd >= 0);
+	assert_int_equal(umem_area_alloc(&p->area, (size_t)FRAMES * 4096, HARP_HUGEPAGES_OFF), 0);
+	assert_int_equal(frame_pool_init(&p->pool, FRAMES, 4096), 0);
+	ring_prod(&p->fill, &s->fill, sizeof(uint64_t));
+	ring_prod(&p->tx, &s->tx, sizeof(struct xdp_desc));
+	ring_cons(&p->comp, &s->comp, sizeof(uint64_t));
+	ring_cons(&p->rx, &s->rx, sizeof(struct xdp_desc));
+	p->fd = -1;
+	p->ring_size = RING;
+	xsk_port_expect(p, XSK_FILL_START / 2); /* the fill ring's first frames */
+}
+
+static void side_fini(struct side *s)
+{
+	struct xsk_port *p = &s->e.port;
+	int i;
+
+	for (i = 0; i < MAX_PAIRS; i++) {
+		if (s->conns[i].submit) {
+			conn_destroy(&s->conns[i]);
+		}
+	}
+	close(s->e.epfd);
+	frame_pool_fini(&p->pool);
+	umem_area_free(&p->area);
+	free(s->fill.ring);
+	free(s->tx.ring);
+	free(s->comp.ring);
+	free(s->rx.ring);
+}
+
+/*
+ * The kernel: every descriptor on from's TX ring goes into a frame from to's fill ring and on to
+ * to's RX ring (all of them when drop_after < 0, else only the first drop_after; the rest are
+ * lost), and back to from's completion ring. Returns how many were on the TX ring.
+ */
+static int wire_move(struct side *from, struct side *to, int drop_after)
+{
+	int moved = 0;
+
+	while (from->tx.consumer != from->tx.producer) {
+		const struct xdp_desc *d =
+			&((struct xdp_desc *)from->tx.ring)[from->tx.consumer & (RING - 1)];
+		uint64_t *comp = &((uint64_t *)from->comp.ring)[from->comp.producer & (RING - 1)];
+
+		if (drop_after < 0 || moved < drop_after) {
+			uint64_t addr;
+			struct xdp_desc *rd;
+
+			assert_true(to->fill.consumer != to->fill.producer);
+			addr = ((uint64_t *)to->fill.ring)[to->fill.consumer & (RING - 1)];
+			to->fill.consumer++;
+			memcpy((uint8_t *)to->e.port.area.base + addr,
+			       (uint8_t *)from->e.port.area.base + d->addr, d->len);
+			rd = &((struct xdp_desc *)to->rx.ring)[to->rx.producer & (RING - 1)];
+			rd->addr = addr;
+			rd->len = d->len;
+			rd->options = 0;
+			to->rx.producer++;
+		}
+		*comp = d->addr;
+		from->comp.producer++;
+		from->tx.consumer++;
+		moved++;
+	}
+	return moved;
+}
+
+struct world {
+	struct side a, b;
+	int npairs;
+};
+
+/* Pair i: a.conns[i] and b.conns[i], one path, no probing, handed to their engines. */
+static void pair_open(struct world *w, int i)
+{
+	struct harp_conn *ca = &w->a.conns[i], *cb = &w->b.conns[i];
+	struct side *sides[2] = { &w->a, &w->b };
+	struct harp_conn *cs[2] = { ca, cb };
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct harp_conn *c = cs[k];
+
+		memset(c, 0, sizeof(*c));
+		c->ctx = &sides[k]->ctx;
+		c->engine = &sides[k]->e;
+		c->id = (uint32_t)(i + 1) | (1u << 12);
+		c->peer_id = c->id;
+		c->token = 0x0123456789abcdefull;
+		c->payload_max = PAYLOAD;
+		c->path.src_ip = htonl(0xc6120001u + (uint32_t)k);
+		c->path.dst_ip = htonl(0xc6120002u - (uint32_t)k);
+		c->ctrl_fd = eventfd(0, EFD_CLOEXEC);
+		c->submit = spsc_create(CONN_REQS);
+		assert_true(c->ctrl_fd >= 0);
+		assert_non_null(c->submit);
+		assert_int_equal(conn_alloc_state(c, 1024), 0);
+		atomic_store(&c->state, CONN_READY);
+		assert_int_equal(conn_add_path(c, htons(47000), htons(47000), now_ns()), 0);
+		engine_handover(&sides[k]->e, c);
+	}
+}
+
+static int setup(void **state)
+{
+	struct world *w = calloc(1, sizeof(*w));
+
+	assert_non_null(w);
+	side_init(&w->a);
+	side_init(&w->b);
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+
+	side_fini(&w->a);
+	side_fini(&w->b);
+	free(w);
+	return 0;
+}
+
+/* ---- requests, as api.c posts them --------------------------------------------------------------- */
+
+static struct harp_req *post(struct harp_conn *c, struct harp_req *r)
+{
+	r->conn = c;
+	atomic_store(&r->state, REQ_PENDING);
+	assert_true(spsc_push(c->submit, r));
+	engine_notify(c->engine, c);
+	return r;
+}
+
+static struct harp_req *post_send(struct harp_conn *c, const void *buf, uint64_t len)
+{
+	struct harp_req *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->kind = REQ_SEND;
+	r->send.buf = buf;
+	r->send.len = len;
+	return post(c, r);
+}
+
+static struct harp_req *post_recv(struct harp_conn *c, void *buf, uint64_t cap)
+{
+	struct harp_req *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->kind = REQ_RECV;
+	r->recv.nbufs = 1;
+	r->recv.bufs[0] = buf;
+	r->recv.cap[0] = cap;
+	r->recv.msg_len[0] = UINT64_MAX;
+	r->recv.rsn = c->next_rsn++;
+	return post(c, r);
+}
+
+static int state_of(struct harp_req *r)
+{
+	return atomic_load(&r->state);
+}
+
+/* Both engines run and the wire moves everything, until done() or a bound. */
+static void run_until(struct world *w, struct harp_req *r1, struct harp_req *r2)
+{
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, -1);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+		if ((!r1 || state_of(r1) != REQ_PENDING) && (!r2 || state_of(r2) != REQ_PENDING)) {
+			return;
+		}
+	}
+	fail_msg("requests still pending after 20000 rounds");
+}
+
+static int list_len(struct harp_conn *c, size_t link_off)
+{
+	int n = 0;
+
+	for (; c; c = *(struct harp_conn **)((char *)c + link_off)) {
+		n++;
+	}
+	return n;
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+/* A 300 KB message crosses the fake wire byte-exact, and every list is empty afterwards. */
+static void test_message_crosses(void **state)
+{
+	struct world *w = *state;
+	size_t len = 300 * 1000, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *s, *r;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 7 + 3);
+	}
+	pair_open(w, 0);
+	r = post_recv(&w->b.conns[0], dst, len);
+	s = post_send(&w->a.conns[0], src, len);
+	run_until(w, s, r);
+	assert_int_equal(state_of(s), REQ_DONE);
+	assert_int_equal(state_of(r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	engine_progress(&w->a.e);
+	engine_progress(&w->b.e);
+	assert_null(atomic_load(&w->a.e.to_take));
+	assert_null(w->a.e.tx_head);
+	assert_null(w->b.e.tx_head);
+	assert_null(w->a.e.retry);
+	free(s);
+	free(r);
+	free(src);
+	free(dst);
+}
+
+/*
+ * 200 connection pairs, one of them busy: after the first pass (which looks at each new one) the
+ * idle connections are on no list, and a message on pair 7 puts only pair 7 on them.
+ */
+static void test_idle_connections_stay_off_the_lists(void **state)
+{
+	struct world *w = *state;
+	uint8_t msg[100] = { 1, 2, 3 }, got[100] = { 0 };
+	struct harp_req *s, *r;
+	uint64_t sent;
+	int i;
+
+	for (i = 0; i < MAX_PAIRS; i++) {
+		pair_open(w, i);
+	}
+	engine_progress(&w->a.e);
+	engine_progress(&w->b.e);
+	assert_null(w->a.e.tx_head);
+	assert_null(w->b.e.tx_head);
+	assert_int_equal(wire_move(&w->a, &w->b, -1), 0);
+
+	s = post_send(&w->a.conns[7], msg, sizeof(msg));
+	assert_true(w->a.conns[7].wants_take);
+	assert_ptr_equal(atomic_load(&w->a.e.to_take), &w->a.conns[7]);
+	engine_progress(&w->a.e);
+	/* taken, nothing to send (no CTS yet): off every list again */
+	assert_null(atomic_load(&w->a.e.to_take));
+	assert_false(w->a.conns[7].wants_take);
+	assert_null(w->a.e.tx_head);
+	assert_int_equal(wire_move(&w->a, &w->b, -1), 0);
+
+	r = post_recv(&w->b.conns[7], got, sizeof(got));
+	sent = w->b.e.stats.tx_packets;
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.tx_packets - sent, 1); /* the CTS, and nothing else */
+	assert_null(w->b.e.tx_head);
+	assert_int_equal(wire_move(&w->b, &w->a, -1), 1);
+
+	sent = w->a.e.stats.tx_packets;
+	engine_progress(&w->a.e); /* the CTS arrives: pair 7 sends its DATA */
+	assert_int_equal(w->a.e.stats.tx_packets - sent, 1);
+	run_until(w, s, r);
+	assert_int_equal(state_of(r), REQ_DONE);
+	assert_memory_equal(msg, got, sizeof(msg));
+	for (i = 0; i < MAX_PAIRS; i++) {
+		assert_false(w->a.conns[i].on_tx);
+		assert_false(w->b.conns[i].on_tx);
+	}
+	free(s);
+	free(r);
+}
+
+/* Part of a message arrives: the ack waits on the delayed-ack list, then leaves on its own. */
+static void test_delayed_ack_list(void **state)
+{
+	struct world *w = *state;
+	static uint8_t src[10 * PAYLOAD], dst[10 * PAYLOAD];
+	struct harp_req *s, *r;
+	struct timespec pause = { .tv_nsec = 2 * CONN_ACK_DELAY_NS };
+	uint64_t sent;
+
+	pair_open(w, 0);
+	r = post_recv(&w->b.conns[0], dst, sizeof(dst));
+	engine_progress(&w->b.e);
+	wire_move(&w->b, &w->a, -1); /* the CTS */
+	s = post_send(&w->a.conns[0], src, sizeof(src));
+	engine_progress(&w->a.e);
+	assert_int_equal(wire_move(&w->a, &w->b, 3), 10); /* only the first 3 of 10 arrive */
+
+	sent = w->b.e.stats.tx_packets;
+	engine_progress(&w->b.e);
+	assert_true(w->b.conns[0].on_ack_wait);
+	assert_ptr_equal(w->b.e.ack_wait, &w->b.conns[0]);
+	assert_int_equal(w->b.e.stats.tx_packets, sent); /* in order, not due yet */
+
+	nanosleep(&pause, NULL);
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.tx_packets - sent, 1); /* the ACK */
+	assert_null(w->b.e.ack_wait);
+	assert_false(w->b.conns[0].on_ack_wait);
+	free(s);
+	free(r);
+}
+
+/*
+ * A receive beyond the CONN_RECV_SLOTS outstanding waits on the retry list, and is taken once a
+ * message completes an earlier one.
+ */
+static void test_retry_list(void **state)
+{
+	struct world *w = *state;
+	struct harp_req *recvs[CONN_RECV_SLOTS + 1], *s;
+	static uint8_t bufs[CONN_RECV_SLOTS + 1][8];
+	uint8_t msg[8] = { 9 };
+	int i;
+
+	pair_open(w, 3);
+	for (i = 0; i <= CONN_RECV_SLOTS; i++) {
+		recvs[i] = post_recv(&w->b.conns[3], bufs[i], sizeof(bufs[i]));
+	}
+	engine_progress(&w->b.e);
+	assert_ptr_equal(w->b.e.retry, &w->b.conns[3]);
+	assert_int_equal(spsc_count(w->b.conns[3].submit), 1); /* the last one waits */
+
+	s = post_send(&w->a.conns[3], msg, sizeof(msg));
+	run_until(w, s, recvs[0]);
+	assert_int_equal(state_of(recvs[0]), REQ_DONE);
+	engine_progress(&w->b.e);
+	assert_null(w->b.e.retry);
+	assert_false(w->b.conns[3].on_retry);
+	assert_int_equal(spsc_count(w->b.conns[3].submit), 0);
+	free(s);
+	for (i = 0; i <= CONN_RECV_SLOTS; i++) {
+		free(recvs[i]);
+	}
+}
+
+/* Closing a connection whose request was posted but not taken leaves nothing on any list. */
+static void test_close_before_take(void **state)
+{
+	struct world *w = *state;
+	uint8_t buf[8];
+	struct harp_req *r, *r0;
+
+	pair_open(w, 0);
+	pair_open(w, 1);
+	engine_progress(&w->b.e);
+	r = post_recv(&w->b.conns[1], buf, sizeof(buf));
+	r0 = post_recv(&w->b.conns[0], buf, sizeof(buf)); /* stays with the open one */
+	destroyed = 0;
+	engine_close_conn(&w->b.e, &w->b.conns[1]);
+	assert_int_equal(destroyed, 1);
+	assert_int_equal(state_of(r), REQ_FAILED);
+	assert_int_equal(r->err, -ECONNABORTED);
+	assert_null(atomic_load(&w->b.e.to_take));
+	assert_int_equal(list_len(w->b.e.tx_head, offsetof(struct harp_conn, next_tx)), 1);
+	assert_ptr_equal(w->b.e.tx_head, &w->b.conns[0]);
+	assert_int_equal(list_len(w->b.e.conns, offsetof(struct harp_conn, next_active)), 1);
+	free(r);
+	free(r0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_message_crosses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_connections_stay_off_the_lists, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_delayed_ack_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
