@@ -632,6 +632,11 @@ int engine_progress(struct harp_engine *e)
 
 	/* acquire: everything the previous runner of this engine wrote is visible to us */
 	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
+		/* Someone else is in a pass: the keeper, or another thread. Let it finish rather
+		 * than spin against it: if it was preempted mid-pass, nothing moves until it runs
+		 * again (under valgrind, whose threads take turns, a spinning caller kept a keeper
+		 * from finishing its pass for 16 s in CI). */
+		sched_yield();
 		return 0;
 	}
 	now = now_ns();
