@@ -372,7 +372,7 @@ void conn_destroy(struct harp_conn *c)
 	}
 	ctrl_conn_destroy(c);
 	conn_free(c);
-	free(c->reqs);
+	table_free(c->reqs, CONN_REQS * sizeof(*c->reqs));
 	spsc_destroy(c->submit);
 	free(c);
 }
@@ -380,24 +380,18 @@ void conn_destroy(struct harp_conn *c)
 static struct harp_conn *conn_new(struct harp_ctx *ctx)
 {
 	struct harp_conn *c = calloc(1, sizeof(*c));
-	int i;
 
 	if (!c) {
 		return NULL;
 	}
 	c->ctx = ctx;
 	c->ctrl_fd = -1;
-	c->reqs = calloc(CONN_REQS, sizeof(*c->reqs));
+	c->reqs = table_alloc(CONN_REQS * sizeof(*c->reqs));
 	c->submit = spsc_create(CONN_REQS);
 	if (!c->reqs || !c->submit || ctx_alloc_id(ctx, &c->id) ||
 	    conn_alloc_state(c, (uint32_t)ctx->params.cwnd_max)) {
 		conn_destroy(c);
 		return NULL;
-	}
-	for (i = CONN_REQS - 1; i >= 0; i--) {
-		c->reqs[i].conn = c;
-		c->reqs[i].next = c->free_reqs;
-		c->free_reqs = &c->reqs[i];
 	}
 	return c;
 }
@@ -608,10 +602,14 @@ static struct harp_req *req_get(struct harp_conn *c)
 {
 	struct harp_req *r = c->free_reqs;
 
-	if (!r) {
+	if (r) {
+		c->free_reqs = r->next;
+	} else if (c->reqs_used < CONN_REQS) {
+		r = &c->reqs[c->reqs_used++]; /* its page is touched only now */
+		r->conn = c;
+	} else {
 		return NULL;
 	}
-	c->free_reqs = r->next;
 	memset(&r->send, 0, sizeof(r->send) > sizeof(r->recv) ? sizeof(r->send) : sizeof(r->recv));
 	r->next = NULL;
 	r->err = 0;

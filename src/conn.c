@@ -50,9 +50,9 @@
 
 int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 {
-	c->txq = calloc(CONN_TXQ, sizeof(*c->txq));
-	c->rtxq = calloc(CONN_TXQ, sizeof(*c->rtxq));
-	c->cts = calloc(CONN_RECV_SLOTS, sizeof(*c->cts));
+	c->txq = table_alloc(CONN_TXQ * sizeof(*c->txq)); /* 224 KiB: what a full window uses */
+	c->rtxq = table_alloc(CONN_TXQ * sizeof(*c->rtxq));
+	c->cts = table_alloc(CONN_RECV_SLOTS * sizeof(*c->cts));
 	c->rcv_bits = calloc(CONN_TXQ / 64, sizeof(*c->rcv_bits));
 	c->recv_slots = calloc(CONN_RECV_SLOTS, sizeof(*c->recv_slots));
 	c->send_slots = calloc(CONN_REQS, sizeof(*c->send_slots));
@@ -70,9 +70,9 @@ void conn_free(struct harp_conn *c)
 	if (!c) {
 		return;
 	}
-	free(c->txq);
-	free(c->rtxq);
-	free(c->cts);
+	table_free(c->txq, CONN_TXQ * sizeof(*c->txq));
+	table_free(c->rtxq, CONN_TXQ * sizeof(*c->rtxq));
+	table_free(c->cts, CONN_RECV_SLOTS * sizeof(*c->cts));
 	free(c->rcv_bits);
 	free(c->recv_slots);
 	free(c->send_slots);

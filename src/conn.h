@@ -162,8 +162,9 @@ struct harp_conn {
 	struct ctrl_setup *setup;
 
 	/* ---- data thread only ---- */
-	struct harp_req *reqs;
-	struct harp_req *free_reqs;
+	struct harp_req *reqs;	    /* CONN_REQS, handed out in order as first needed */
+	uint32_t reqs_used;	    /* reqs[0..reqs_used) have been handed out */
+	struct harp_req *free_reqs; /* those given back */
 	uint32_t next_rsn;
 
 	/* ---- engine only ---- */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <sys/mman.h>
 
 #include "harp/harp.h"
 
@@ -89,6 +90,26 @@ bool ifmatch_is_plain(const char *spec);
 void params_dump(const struct harp_params *p, FILE *out);
 /* The README's table of parameters, in Markdown. */
 void params_dump_markdown(FILE *out);
+
+/* ---- big tables -------------------------------------------------------------------------------- */
+/*
+ * Zeroed memory that the kernel backs a page at a time, as it is first touched: a connection's
+ * big tables (packet records, request objects) cost the pages its traffic uses, not their size.
+ * calloc() would touch them all when it reuses freed heap memory. NULL when out of memory.
+ */
+static inline void *table_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void table_free(void *p, size_t bytes)
+{
+	if (p) {
+		munmap(p, bytes);
+	}
+}
 
 /* ---- time ------------------------------------------------------------------------------------ */
 static inline uint64_t now_ns(void)
