@@ -59,6 +59,7 @@ struct opts {
 	uint64_t size, bytes, count;
 	int window, conns;
 	int rank, nranks;
+	int idle_s;
 };
 
 /* One connection: a send comm to the peer and a recv comm from it, both through one listen. */
@@ -198,6 +199,8 @@ static void usage(void)
 		"  --size S         stream, bidir, msgrate: message size\n"
 		"  --window W       messages in flight per connection and direction (1..%d)\n"
 		"  --conns C        connections (1..%d); pingpong: on the first, the rest idle\n"
+		"  --idle S         pingpong: then S seconds with every connection open and no call\n"
+		"                   into the plugin; prints the CPU this process used meanwhile\n"
 		"  --bytes B        stream, bidir: bytes per connection and direction\n"
 		"  --count N        msgrate: messages per connection\n"
 		"  --rank R --nranks N   allreduce: this rank and the ring's size (2..64)\n"
@@ -288,6 +291,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },   { "count", required_argument, NULL, 'N' },
 		{ "rank", required_argument, NULL, 'R' },    { "nranks", required_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },	     { "help", no_argument, NULL, 'h' },
+		{ "idle", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, i, rc = 0;
@@ -318,6 +322,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'S': rc = parse_sizes(o, optarg); break;
 		case 'n': rc = int_arg("--iters", optarg, 1, 100000000, &o->iters); break;
 		case 'w': rc = int_arg("--warmup", optarg, 0, 100000000, &o->warmup); break;
+		case 'I': rc = int_arg("--idle", optarg, 0, 3600, &o->idle_s); break;
 		case 's': rc = size_opt("--size", optarg, 1, 1ull << 30, &o->size, "bytes"); break;
 		case 'W': rc = int_arg("--window", optarg, 1, MAX_WINDOW, &o->window); break;
 		case 'c': rc = int_arg("--conns", optarg, 1, MAX_CONNS, &o->conns); break;
@@ -694,6 +699,15 @@ static int run_pingpong(void)
 	rc = 0;
 	for (i = 0; i < P.o.nsizes && !rc; i++) {
 		rc = pingpong_size(&l, P.o.sizes[i], tx, rx, ref, tx_mh, rx_mh, echo_mh, rtt);
+	}
+	if (!rc && P.o.idle_s) {
+		/* what connections cost while nobody calls: the plugin's own threads */
+		double cpu0 = cpu_seconds(), t0 = rdv_now(), secs;
+
+		sleep((unsigned int)P.o.idle_s);
+		secs = rdv_now() - t0;
+		printf("idle: %d connection(s) each way for %.1f s: %.2f%% of a core\n", P.o.conns,
+		       secs, (cpu_seconds() - cpu0) / secs * 100);
 	}
 out:
 	if (tx_mh) {
