@@ -665,7 +665,7 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 
 static int run_pingpong(void)
 {
-	struct link ls[MAX_CONNS] = { 0 }, l = { 0 };
+	struct link ls[MAX_CONNS] = { 0 }, *l = &ls[0]; /* the one that ping-pongs */
 	size_t max = 0;
 	unsigned char *tx = NULL, *rx = NULL, *ref = NULL;
 	void *tx_mh = NULL, *rx_mh = NULL, *echo_mh = NULL;
@@ -689,16 +689,15 @@ static int run_pingpong(void)
 		       P.o.server ? "client.handles" : "server.handles")) {
 		goto out;
 	}
-	l = ls[0];
-	if (P.api.reg_mr(l.send, tx, max, HNCCL_PTR_HOST, &tx_mh) != HNCCL_SUCCESS ||
-	    P.api.reg_mr(l.recv, rx, max, HNCCL_PTR_HOST, &rx_mh) != HNCCL_SUCCESS ||
-	    P.api.reg_mr(l.send, rx, max, HNCCL_PTR_HOST, &echo_mh) != HNCCL_SUCCESS) {
+	if (P.api.reg_mr(l->send, tx, max, HNCCL_PTR_HOST, &tx_mh) != HNCCL_SUCCESS ||
+	    P.api.reg_mr(l->recv, rx, max, HNCCL_PTR_HOST, &rx_mh) != HNCCL_SUCCESS ||
+	    P.api.reg_mr(l->send, rx, max, HNCCL_PTR_HOST, &echo_mh) != HNCCL_SUCCESS) {
 		fail("regMr of the pingpong buffers failed");
 		goto out;
 	}
 	rc = 0;
 	for (i = 0; i < P.o.nsizes && !rc; i++) {
-		rc = pingpong_size(&l, P.o.sizes[i], tx, rx, ref, tx_mh, rx_mh, echo_mh, rtt);
+		rc = pingpong_size(l, P.o.sizes[i], tx, rx, ref, tx_mh, rx_mh, echo_mh, rtt);
 	}
 	if (!rc && P.o.idle_s) {
 		/* what connections cost while nobody calls: the plugin's own threads */
@@ -711,13 +710,13 @@ static int run_pingpong(void)
 	}
 out:
 	if (tx_mh) {
-		P.api.dereg_mr(l.send, tx_mh);
+		P.api.dereg_mr(l->send, tx_mh);
 	}
 	if (echo_mh) {
-		P.api.dereg_mr(l.send, echo_mh);
+		P.api.dereg_mr(l->send, echo_mh);
 	}
 	if (rx_mh) {
-		P.api.dereg_mr(l.recv, rx_mh);
+		P.api.dereg_mr(l->recv, rx_mh);
 	}
 	links_close(ls, P.o.conns);
 	free(tx);

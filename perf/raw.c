@@ -1002,7 +1002,10 @@ static void raw_echo(struct raw_run *r, struct raw_queue *rq, const struct wire_
 	rq->echoed++;
 }
 
-/* The engine's receive: up to RAW_RX_ROUNDS peeks of a batch, every frame back to the fill ring. */
+/*
+ * The engine's receive: up to RAW_RX_ROUNDS peeks of a batch, every frame back to the fill ring.
+ * The server counts and echoes what passes; the client's ping-pong reads rx_seq.
+ */
 static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 {
 	struct xsk_port *p = &rq->port;
@@ -1020,7 +1023,8 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 			const uint8_t *f = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
 			struct wire_pkt pkt;
 
-			if (raw_rx_check(r, rq, f, d->len, &pkt)) {
+			/* the client's ping-pong receives only echoes: rx_seq says which came back */
+			if (raw_rx_check(r, rq, f, d->len, &pkt) && r->o.server) {
 				rq->frames++;
 				if (pkt.h.tag == RAW_TAG_ECHO) {
 					raw_echo(r, rq, &pkt); /* before its frame goes back to the fill ring */
@@ -1039,32 +1043,6 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 
 /* ---- ping-pong ------------------------------------------------------------------------------- */
 
-/* Client: has the echo of frame seq come back (every check passed)? */
-static bool raw_echo_back(struct raw_run *r, struct raw_queue *rq, uint64_t seq)
-{
-	struct xsk_port *p = &rq->port;
-	uint32_t idx_rx, n, i;
-	bool back = false;
-
-	xsk_port_wake_rx(p);
-	n = xsk_ring_cons__peek(&p->rx, RAW_RX_BATCH, &idx_rx);
-	for (i = 0; i < n; i++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
-		const uint8_t *f = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
-		struct wire_pkt pkt;
-
-		if (raw_rx_check(r, rq, f, d->len, &pkt) && pkt.h.tag == RAW_TAG_ECHO &&
-		    pkt.h.psn == (uint32_t)seq) {
-			back = true;
-		}
-	}
-	if (n) {
-		xsk_port_refill(p, idx_rx, n);
-		xsk_ring_cons__release(&p->rx, n);
-	}
-	return back;
-}
-
 /* Client: one frame out, and its echo back (bounded by RAW_ECHO_WAIT_MS). */
 static int raw_round_trip(struct raw_run *r, struct raw_queue *rq, uint32_t body, int k)
 {
@@ -1081,8 +1059,9 @@ static int raw_round_trip(struct raw_run *r, struct raw_queue *rq, uint32_t body
 		if (err) {
 			return err;
 		}
-		if (raw_echo_back(r, rq, rq->seq - 1)) {
-			return 0;
+		raw_rx_drain(r, rq);
+		if (rq->rx_seq == rq->seq) {
+			return 0; /* the echo of the frame just sent passed every check */
 		}
 		if (raw_stop) {
 			return -EINTR;
@@ -1300,7 +1279,7 @@ static uint64_t raw_echoed(const struct raw_run *r)
 static void raw_report_server_counters(struct report *rep, const struct raw_run *r)
 {
 	struct harp_queue_stats st, sum;
-	uint64_t bad = 0, backwards = 0, foreign = 0, gaps = 0, echo_dropped;
+	uint64_t bad = 0, backwards = 0, foreign = 0, gaps = 0, echo_dropped = 0;
 	int q;
 
 	memset(&sum, 0, sizeof(sum));
@@ -1315,6 +1294,7 @@ static void raw_report_server_counters(struct report *rep, const struct raw_run 
 		backwards += r->q[q].backwards;
 		foreign += r->q[q].foreign;
 		gaps += r->q[q].gaps;
+		echo_dropped += r->q[q].echo_dropped;
 	}
 	memset(&st, 0, sizeof(st));
 	steer_counters(&r->steer, &st);
@@ -1326,10 +1306,6 @@ static void raw_report_server_counters(struct report *rep, const struct raw_run 
 	report_int(rep, "xsk_rx_ring_full", (int64_t)sum.xdp_rx_ring_full);
 	report_int(rep, "xsk_fill_ring_empty", (int64_t)sum.xdp_rx_fill_ring_empty);
 	report_int(rep, "xdp_no_socket", (int64_t)st.xdp_no_socket);
-	echo_dropped = 0;
-	for (q = 0; q < r->nqueues; q++) {
-		echo_dropped += r->q[q].echo_dropped;
-	}
 	report_int(rep, "echoed", (int64_t)raw_echoed(r));
 	report_int(rep, "echo_dropped", (int64_t)echo_dropped);
 }

@@ -1052,10 +1052,15 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 	return true;
 }
 
+/* Reliable packets to send: retransmissions, CTSs, sends not yet all given a psn. */
+static bool reliable_waiting(const struct harp_conn *c)
+{
+	return c->rtx_head != c->rtx_tail || c->cts_out_head || c->ssn_cur != c->ssn_next;
+}
+
 bool conn_tx_pending(const struct harp_conn *c)
 {
-	return c->rtx_head != c->rtx_tail || c->cts_out_head || c->ssn_cur != c->ssn_next ||
-	       (c->port_span && c->paths_live < c->paths_want);
+	return reliable_waiting(c) || (c->port_span && c->paths_live < c->paths_want);
 }
 
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
@@ -1068,7 +1073,7 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
 	}
-	if (c->rtx_head == c->rtx_tail && !c->cts_out_head && c->ssn_cur == c->ssn_next) {
+	if (!reliable_waiting(c)) {
 		return false; /* nothing to send: no need to look for a path */
 	}
 	while (c->rtx_head != c->rtx_tail) {

@@ -95,6 +95,16 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c)
 							memory_order_release, memory_order_relaxed));
 }
 
+/* Takes c, which is on it, off the engine list at *head linked through field link. */
+#define LIST_UNLINK(head, c, link)                       \
+	do {                                             \
+		struct harp_conn **pp_ = (head);         \
+		while (*pp_ != (c)) {                    \
+			pp_ = &(*pp_)->link;             \
+		}                                        \
+		*pp_ = (c)->link;                        \
+	} while (0)
+
 /*
  * A connection that may have something to send now: a request taken, a packet received (an ack
  * opens the window, a CTS lets a send go, a sack shows a loss), a timer or probe round due. The
@@ -102,38 +112,11 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c)
  */
 static void tx_list_add(struct harp_engine *e, struct harp_conn *c)
 {
-	if (c->on_tx) {
-		return;
-	}
-	c->on_tx = true;
-	c->next_tx = NULL;
-	if (e->tx_tail) {
-		e->tx_tail->next_tx = c;
-	} else {
-		e->tx_head = c;
-	}
-	e->tx_tail = c;
-}
-
-static void tx_list_remove(struct harp_engine *e, struct harp_conn *c)
-{
-	struct harp_conn *prev = NULL, *x;
-
 	if (!c->on_tx) {
-		return;
+		c->on_tx = true;
+		c->next_tx = e->tx_list;
+		e->tx_list = c;
 	}
-	for (x = e->tx_head; x != c; x = x->next_tx) {
-		prev = x;
-	}
-	if (prev) {
-		prev->next_tx = c->next_tx;
-	} else {
-		e->tx_head = c->next_tx;
-	}
-	if (e->tx_tail == c) {
-		e->tx_tail = prev;
-	}
-	c->on_tx = false;
 }
 
 void engine_notify(struct harp_engine *e, struct harp_conn *c)
@@ -360,7 +343,7 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 
 static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 {
-	struct harp_conn *c, *next, *prev;
+	struct harp_conn *c, **pp;
 	struct conn_tx tx;
 	bool more = true;
 
@@ -369,11 +352,9 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 	 * pool stays for the next pass. */
 	while (more && tx_room(b)) {
 		more = false;
-		for (prev = NULL, c = e->tx_head; c && tx_room(b); c = next) {
+		for (pp = &e->tx_list; (c = *pp) && tx_room(b);) {
 			int burst = 0;
-			bool out = true; /* it said it has nothing more */
 
-			next = c->next_tx;
 			while (tx_room(b) && e->port.pool.free && conn_next_probe(c, &tx, now)) {
 				if (!tx_put(e, b, c, &tx)) {
 					break;
@@ -389,21 +370,11 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 				burst++;
 			}
 			if (burst == CONN_BURST || !tx_room(b) || !e->port.pool.free) {
-				out = false;
 				more |= burst == CONN_BURST;
-			}
-			if (!out) {
-				prev = c;
+				pp = &c->next_tx; /* cut short: it stays */
 				continue;
 			}
-			if (prev) {
-				prev->next_tx = next;
-			} else {
-				e->tx_head = next;
-			}
-			if (e->tx_tail == c) {
-				e->tx_tail = prev;
-			}
+			*pp = c->next_tx; /* it said it has nothing more */
 			c->on_tx = false;
 		}
 	}
@@ -456,20 +427,6 @@ static void retry_add(struct harp_engine *e, struct harp_conn *c)
 	}
 }
 
-static void retry_remove(struct harp_engine *e, struct harp_conn *c)
-{
-	struct harp_conn **pp = &e->retry;
-
-	if (!c->on_retry) {
-		return;
-	}
-	while (*pp != c) {
-		pp = &(*pp)->next_retry;
-	}
-	*pp = c->next_retry;
-	c->on_retry = false;
-}
-
 /*
  * New requests: only the connections that said they have some (engine_notify), and those whose
  * next request waited for a slot, so a pass costs what was posted, not the number of connections.
@@ -505,32 +462,19 @@ static void take_requests(struct harp_engine *e, uint64_t now)
 /* Takes c off the engine's lists, tells the peer, fails what is pending and frees it. */
 static void reap(struct harp_engine *e, struct harp_conn *c)
 {
-	struct harp_conn **pp = &e->conns;
-
-	retry_remove(e, c);
-	tx_list_remove(e, c);
+	if (c->on_retry) {
+		LIST_UNLINK(&e->retry, c, next_retry);
+	}
+	if (c->on_tx) {
+		LIST_UNLINK(&e->tx_list, c, next_tx);
+	}
 	if (c->on_ack_wait) {
-		struct harp_conn **wp = &e->ack_wait;
-
-		while (*wp != c) {
-			wp = &(*wp)->next_ack_wait;
-		}
-		*wp = c->next_ack_wait;
-	}
-	while (*pp && *pp != c) {
-		pp = &(*pp)->next_active;
-	}
-	if (*pp) {
-		*pp = c->next_active;
+		LIST_UNLINK(&e->ack_wait, c, next_ack_wait);
 	}
 	if (c->on_ack_list) {
-		struct harp_conn **ap = &e->ack_list;
-
-		while (*ap != c) {
-			ap = &(*ap)->next_ack;
-		}
-		*ap = c->next_ack;
+		LIST_UNLINK(&e->ack_list, c, next_ack);
 	}
+	LIST_UNLINK(&e->conns, c, next_active); /* adopted: engine_close_conn adopts first */
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 		ctrl_send_close(c);
 	}
@@ -568,9 +512,9 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	struct harp_conn *c;
 	int n, i;
 
+	acks_due(e, now);
 	/* Timers run every TIMER_PERIOD_NS, not every pass: a pass under load takes a microsecond or
 	 * two, and this loop visits every connection. While one probes for paths, every pass. */
-	acks_due(e, now);
 	if (now < e->next_timer_ns && !e->probing) {
 		goto control;
 	}
@@ -707,7 +651,6 @@ static void *keeper_main(void *arg)
 
 	while (!atomic_load_explicit(&ctx->keeper_stop, memory_order_relaxed)) {
 		uint64_t now = now_ns();
-
 		bool normal = false;
 
 		for (q = 0; q < ctx->nengines; q++) {

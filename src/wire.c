@@ -23,7 +23,7 @@
 static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	uint64_t acc = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+	uint64_t acc, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
 	uint32_t w, q[4];
 	uint16_t h;
 

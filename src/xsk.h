@@ -23,7 +23,7 @@ struct xsk_port {
 	uint32_t ring_size;
 	uint32_t fill_target; /* frames kept on the fill ring: grows with bursts, up to ring_size */
 	uint32_t tx_pending;  /* descriptors submitted since the last kick */
-	uint64_t fill_grows;  /* times the kernel came near the end of the fill ring */
+	uint64_t fill_grows;  /* times the fill ring was deepened */
 	uint64_t rx_kicks;    /* wake-ups asked for by the fill ring (zero-copy drivers) */
 	bool zerocopy;
 };
@@ -56,8 +56,8 @@ static inline uint8_t *xsk_port_frame(struct xsk_port *p, uint64_t addr)
 
 /*
  * Gives the frames of rx descriptors idx..idx+n-1 back to the fill ring (the caller releases the
- * descriptors afterwards), with more from the pool when the kernel had under a quarter of the
- * ring's depth left.
+ * descriptors afterwards), with more from the pool, up to ring_size, when the kernel had under
+ * half of the ring's depth left.
  */
 void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n);
 /* Deepens the fill ring, if needed, so that it holds twice n packets (up to ring_size). */

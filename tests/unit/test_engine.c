@@ -209,6 +209,18 @@ static int wire_move(struct side *from, struct side *to, int drop_after)
 	return moved;
 }
 
+/* The newest packet on s's TX ring, not yet moved, parsed as the peer will parse it. */
+static struct wire_pkt last_sent(struct side *s)
+{
+	const struct xdp_desc *d;
+	struct wire_pkt p;
+
+	assert_true(s->tx.producer != s->tx.consumer);
+	d = &((struct xdp_desc *)s->tx.ring)[(s->tx.producer - 1) & (RING - 1)];
+	assert_int_equal(wire_parse((uint8_t *)s->e.port.area.base + d->addr, d->len, &p), WIRE_OK);
+	return p;
+}
+
 struct world {
 	struct side a, b;
 	int npairs;
@@ -359,8 +371,8 @@ static void test_message_crosses(void **state)
 	engine_progress(&w->a.e);
 	engine_progress(&w->b.e);
 	assert_null(atomic_load(&w->a.e.to_take));
-	assert_null(w->a.e.tx_head);
-	assert_null(w->b.e.tx_head);
+	assert_null(w->a.e.tx_list);
+	assert_null(w->b.e.tx_list);
 	assert_null(w->a.e.retry);
 	free(s);
 	free(r);
@@ -385,8 +397,8 @@ static void test_idle_connections_stay_off_the_lists(void **state)
 	}
 	engine_progress(&w->a.e);
 	engine_progress(&w->b.e);
-	assert_null(w->a.e.tx_head);
-	assert_null(w->b.e.tx_head);
+	assert_null(w->a.e.tx_list);
+	assert_null(w->b.e.tx_list);
 	assert_int_equal(wire_move(&w->a, &w->b, -1), 0);
 
 	s = post_send(&w->a.conns[7], msg, sizeof(msg));
@@ -396,19 +408,23 @@ static void test_idle_connections_stay_off_the_lists(void **state)
 	/* taken, nothing to send (no CTS yet): off every list again */
 	assert_null(atomic_load(&w->a.e.to_take));
 	assert_false(w->a.conns[7].wants_take);
-	assert_null(w->a.e.tx_head);
+	assert_null(w->a.e.tx_list);
 	assert_int_equal(wire_move(&w->a, &w->b, -1), 0);
 
 	r = post_recv(&w->b.conns[7], got, sizeof(got));
 	sent = w->b.e.stats.tx_packets;
 	engine_progress(&w->b.e);
 	assert_int_equal(w->b.e.stats.tx_packets - sent, 1); /* the CTS, and nothing else */
-	assert_null(w->b.e.tx_head);
+	assert_int_equal(last_sent(&w->b).h.type, HARP_PKT_CTS);
+	assert_int_equal(last_sent(&w->b).h.conn_id, w->a.conns[7].id);
+	assert_null(w->b.e.tx_list);
 	assert_int_equal(wire_move(&w->b, &w->a, -1), 1);
 
 	sent = w->a.e.stats.tx_packets;
 	engine_progress(&w->a.e); /* the CTS arrives: pair 7 sends its DATA */
 	assert_int_equal(w->a.e.stats.tx_packets - sent, 1);
+	assert_int_equal(last_sent(&w->a).h.type, HARP_PKT_DATA);
+	assert_int_equal(last_sent(&w->a).h.len, sizeof(msg));
 	run_until(w, s, r);
 	assert_int_equal(state_of(r), REQ_DONE);
 	assert_memory_equal(msg, got, sizeof(msg));
@@ -446,6 +462,8 @@ static void test_delayed_ack_list(void **state)
 	nanosleep(&pause, NULL);
 	engine_progress(&w->b.e);
 	assert_int_equal(w->b.e.stats.tx_packets - sent, 1); /* the ACK */
+	assert_int_equal(last_sent(&w->b).h.type, HARP_PKT_ACK);
+	assert_int_equal(last_sent(&w->b).h.ack_psn, 3); /* the three that arrived, in order */
 	assert_null(w->b.e.ack_wait);
 	assert_false(w->b.conns[0].on_ack_wait);
 	free(s);
@@ -503,8 +521,8 @@ static void test_close_before_take(void **state)
 	assert_int_equal(state_of(r), REQ_FAILED);
 	assert_int_equal(r->err, -ECONNABORTED);
 	assert_null(atomic_load(&w->b.e.to_take));
-	assert_int_equal(list_len(w->b.e.tx_head, offsetof(struct harp_conn, next_tx)), 1);
-	assert_ptr_equal(w->b.e.tx_head, &w->b.conns[0]);
+	assert_int_equal(list_len(w->b.e.tx_list, offsetof(struct harp_conn, next_tx)), 1);
+	assert_ptr_equal(w->b.e.tx_list, &w->b.conns[0]);
 	assert_int_equal(list_len(w->b.e.conns, offsetof(struct harp_conn, next_active)), 1);
 	free(r);
 	free(r0);
