@@ -270,6 +270,7 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 	}
 	pr->ncands = n;
 	pr->sent = 0;
+	pr->round_ns = now;
 	pr->next_ns = now + pr->interval_ns;
 	pr->interval_ns = pr->interval_ns * 2 < PROBE_INTERVAL_MAX_NS ? pr->interval_ns * 2
 								    : PROBE_INTERVAL_MAX_NS;
@@ -322,7 +323,17 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 
 bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns)
 {
-	return c->port_span && !c->paths_live && now - c->probe.first_ns > limit_ns;
+	const struct conn_probe *pr = &c->probe;
+
+	if (!c->port_span || c->paths_live || now - pr->first_ns <= limit_ns) {
+		return false;
+	}
+	/* Judged on a round begun in the second half of the limit and unanswered for the longest
+	 * wait between rounds. An engine that ran no pass for seconds (its process busy elsewhere,
+	 * its threads starved of CPU) holds a round begun long ago whose answers missed it, or
+	 * never came because the peer starved too: it probes again before it gives up. */
+	return pr->round && pr->round_ns - pr->first_ns >= limit_ns / 2 &&
+	       now - pr->round_ns >= PROBE_INTERVAL_MAX_NS;
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */

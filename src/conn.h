@@ -126,6 +126,7 @@ struct conn_probe {
 	uint64_t next_ns;	/* when the next round may start */
 	uint64_t interval_ns;	/* grows while rounds find nothing */
 	uint64_t first_ns;	/* when probing for the first path began */
+	uint64_t round_ns;	/* when this round began */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
 	uint32_t rng;
 };
@@ -276,7 +277,10 @@ int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uin
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now);
 /* The next PROBE to send, if a round is under way. */
 bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
-/* No path found for this long: set-up has failed (the caller logs and fails the connection). */
+/*
+ * No path found for limit_ns, and the latest round had a fair hearing: set-up has failed (the
+ * caller logs and fails the connection).
+ */
 bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns);
 /* Sum of the live paths' windows. */
 uint32_t conn_cwnd(const struct harp_conn *c);

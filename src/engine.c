@@ -17,6 +17,7 @@
 #include "engine.h"
 
 #define RX_BATCH 64
+#define KEEPER_STARVED_NS (10 * 1000000ull) /* a nap overrun this long: SCHED_IDLE starved it */
 #define TX_BATCH 256
 #define CONN_BURST 64		     /* packets one connection may send per round */
 #define CTRL_PERIOD_NS (2 * 1000000ull) /* how often control sockets are looked at */
@@ -157,6 +158,7 @@ static void adopt(struct harp_engine *e, uint64_t now)
 		}
 		conn_start(c, now);
 		tx_list_add(e, c); /* its probes */
+		e->probing++;	   /* and their answers: timers and control every pass */
 		c->next_active = e->conns;
 		e->conns = c;
 		e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = c;
@@ -505,18 +507,40 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	conn_fail(c, -EHOSTUNREACH);
 }
 
-static void timers_and_control(struct harp_engine *e, uint64_t now)
+/* Control messages: a path found, a close. Read before the timers judge a connection. */
+static void read_control(struct harp_engine *e, uint64_t now)
 {
-	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
 	struct epoll_event evs[32];
 	struct harp_conn *c;
 	int n, i;
 
+	/* A connection waiting for its first path waits for the peer's report on the control
+	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
+	if (now < e->next_ctrl_ns && !e->probing) {
+		return;
+	}
+	e->next_ctrl_ns = now + CTRL_PERIOD_NS;
+	n = epoll_wait(e->epfd, evs, ARRAY_SIZE(evs), 0);
+	for (i = 0; i < n; i++) {
+		c = evs[i].data.ptr;
+		tx_list_add(e, c); /* a path found: what waited for one may go */
+		if (ctrl_poll_conn(c, now) < 0) {
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
+		}
+	}
+}
+
+static void timers_and_control(struct harp_engine *e, uint64_t now)
+{
+	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
+	struct harp_conn *c;
+
 	acks_due(e, now);
+	read_control(e, now);
 	/* Timers run every TIMER_PERIOD_NS, not every pass: a pass under load takes a microsecond or
 	 * two, and this loop visits every connection. While one probes for paths, every pass. */
 	if (now < e->next_timer_ns && !e->probing) {
-		goto control;
+		return;
 	}
 	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
@@ -533,21 +557,6 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 				e->probing++;
 				check_probing(e, c, now);
 			}
-		}
-	}
-control:
-	/* A connection waiting for its first path waits for the peer's report on the control
-	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
-	if (now < e->next_ctrl_ns && !e->probing) {
-		return;
-	}
-	e->next_ctrl_ns = now + CTRL_PERIOD_NS;
-	n = epoll_wait(e->epfd, evs, ARRAY_SIZE(evs), 0);
-	for (i = 0; i < n; i++) {
-		c = evs[i].data.ptr;
-		tx_list_add(e, c); /* a path found: what waited for one may go */
-		if (ctrl_poll_conn(c, now) < 0) {
-			epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
 		}
 	}
 }
@@ -626,20 +635,25 @@ int engine_progress(struct harp_engine *e)
  * done stops calling, and then nothing answers a retransmission after a lost ack, so its peer's
  * send would hang until HARP_PEER_TIMEOUT_MS. The keeper runs any engine that no caller has run
  * for HARP_IDLE_PROGRESS_US, under the same try-flag, so it never competes with a busy caller.
- * Nor does its waking up: it naps under SCHED_IDLE, so a wake-up never preempts another thread.
- * Under the normal policy each one took a core from a spinning caller: on 2 vCPUs the 8 B
- * ping-pong's p99 was about twice that with no keeper at all (perf/RESULTS.md). For a pass it
- * takes the normal policy back: a preempted pass holds the engine's flag, and a caller spinning on
- * that engine would otherwise starve it.
+ *
+ * While callers run the engines, its wake-ups only look, and it naps under SCHED_IDLE so that a
+ * wake-up never preempts a spinning caller: under the normal policy each one took a core from
+ * one, and on 2 vCPUs the 8 B ping-pong's p99 was about twice that with no keeper at all
+ * (perf/RESULTS.md). For a pass it takes the normal policy back (a preempted pass holds the
+ * engine's flag, and a caller spinning on that engine would starve it). And it naps under the
+ * normal policy too while it is the one running the engines and SCHED_IDLE has starved it (a nap
+ * that overran by KEEPER_STARVED_NS): on a node whose cores are busy with other work (the rank
+ * computing, a data loader) a SCHED_IDLE keeper went unscheduled for seconds, and a peer probing
+ * for paths gave up on a live connection. Back under SCHED_IDLE once callers run the engines.
  */
 static void *keeper_main(void *arg)
 {
 	struct harp_ctx *ctx = arg;
-	uint64_t idle_ns = (uint64_t)ctx->params.idle_progress_us * 1000;
+	uint64_t idle_ns = (uint64_t)ctx->params.idle_progress_us * 1000, before;
 	struct timespec nap = { .tv_sec = (time_t)(idle_ns / 1000000000ull),
 				.tv_nsec = (long)(idle_ns % 1000000000ull) };
 	struct sched_param prio = { 0 };
-	bool idle_policy;
+	bool may_idle, idle, starved = false;
 	int q, err;
 
 	err = pthread_setschedparam(pthread_self(), SCHED_IDLE, &prio);
@@ -647,11 +661,11 @@ static void *keeper_main(void *arg)
 		pr_debug("keeper thread: SCHED_IDLE refused (%s); it runs at normal priority",
 			 strerror(err));
 	}
-	idle_policy = !err;
+	may_idle = idle = !err;
 
 	while (!atomic_load_explicit(&ctx->keeper_stop, memory_order_relaxed)) {
 		uint64_t now = now_ns();
-		bool normal = false;
+		bool ran = false;
 
 		for (q = 0; q < ctx->nengines; q++) {
 			struct harp_engine *e = &ctx->engines[q];
@@ -660,15 +674,21 @@ static void *keeper_main(void *arg)
 			    idle_ns) {
 				continue;
 			}
-			if (idle_policy && !normal) {
-				normal = !pthread_setschedparam(pthread_self(), SCHED_OTHER, &prio);
+			if (idle) {
+				idle = !!pthread_setschedparam(pthread_self(), SCHED_OTHER, &prio);
 			}
 			engine_progress(e);
+			ran = true;
 		}
-		if (normal) {
-			pthread_setschedparam(pthread_self(), SCHED_IDLE, &prio);
+		starved &= ran; /* callers run the engines again */
+		if (may_idle && !idle && !starved) {
+			idle = !pthread_setschedparam(pthread_self(), SCHED_IDLE, &prio);
 		}
+		before = now_ns();
 		nanosleep(&nap, NULL);
+		if (idle && now_ns() - before > idle_ns + KEEPER_STARVED_NS) {
+			starved = true; /* busy cores kept an idle-policy thread off them */
+		}
 	}
 	return NULL;
 }

@@ -867,12 +867,54 @@ static void test_probe_rounds(void **state)
 	assert_true(conn_paths_hopeless(c, p->now, 1000000));
 }
 
+/*
+ * An engine that ran no pass for longer than the limit (its process busy, its threads starved)
+ * probes again before it gives up: the round begun before the gap is not judged.
+ */
+static void test_probe_after_gap(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *c = &p->a;
+	const uint64_t limit = 10000000000ull, ms = 1000000ull;
+	struct conn_tx tx;
+	uint32_t round = 0;
+	int n = 0;
+
+	c->paths[0].live = false;
+	c->paths_live = 0;
+	conn_paths_init(c, 1, 47000, 16, 50000, 8, 99);
+	conn_start(c, p->now);
+	while (conn_next_probe(c, &tx, p->now)) {
+		n++;
+	}
+	assert_int_equal(n, CONN_PROBE_CANDS);
+	p->now += 3 * limit; /* no pass for three times the limit */
+	assert_false(conn_paths_hopeless(c, p->now, limit));
+	/* a fresh round, and rounds after it while nothing answers, with a hearing each */
+	assert_true(conn_next_probe(c, &tx, p->now));
+	assert_false(conn_paths_hopeless(c, p->now + 100 * ms, limit));
+	while (!conn_paths_hopeless(c, p->now, limit)) {
+		assert_true(p->now - c->probe.round_ns <= 200 * ms); /* never a stale round */
+		while (conn_next_probe(c, &tx, p->now)) {
+			round = tx.h.rsn;
+		}
+		p->now += ms;
+		assert_true(c->probe.round_ns + 2000 * ms > p->now); /* the check comes in time */
+	}
+	assert_true(round > 3); /* several rounds after the gap had their time */
+	/* an answer to the latest round still saves it */
+	conn_on_probe_result(c, c->probe.round, 0, p->now);
+	assert_int_equal(c->paths_live, 1);
+	assert_false(conn_paths_hopeless(c, p->now, limit));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_beyond_window, setup, teardown),
