@@ -19,13 +19,11 @@
 #include <arpa/inet.h>
 
 #include "harp/harp.h"
-#include "internal.h"
 #include "plugin.h"
 
 #define HP_REQS 512		     /* per comm: >= HNCCL_NET_MAX_REQUESTS * HP_MAX_RECVS */
 #define HP_STAGE_MAGIC 0x48504353u   /* "HPCS": a connect in progress, in the handle's tail */
 #define HP_MAX_MSG (1ull << 30)	     /* test() reports int sizes: keep messages well inside */
-#define HP_DEFAULT_SPEED_MBPS 10000
 
 _Static_assert(HNCCL_HANDLE_FITS(struct harp_handle), "harp's handle fits NCCL's");
 _Static_assert(HP_MAX_RECVS == HARP_RECV_MAX_BUFS, "grouped receives match harp's");
@@ -148,27 +146,6 @@ static char *sysfs_device_path(const char *ifname)
 	return realpath(link, NULL); /* NULL for veth, bridges and other virtual interfaces */
 }
 
-static int sysfs_int(const char *ifname, const char *attr, long long *out)
-{
-	char path[PATH_MAX], buf[64];
-	FILE *f;
-	char *end;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/%s", ifname, attr);
-	f = fopen(path, "r");
-	if (!f) {
-		return -errno;
-	}
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f); /* reading speed of a link that cannot tell gives EINVAL */
-		return -EINVAL;
-	}
-	fclose(f);
-	errno = 0;
-	*out = strtoll(buf, &end, 10);
-	return errno || end == buf ? -EINVAL : 0;
-}
-
 static uint64_t mac_guid(const char *ifname)
 {
 	char path[PATH_MAX], buf[64];
@@ -192,22 +169,6 @@ static uint64_t mac_guid(const char *ifname)
 	return guid;
 }
 
-static int dev_speed(const char *ifname, int speed_mbps_param)
-{
-	long long speed = 0;
-
-	if (!sysfs_int(ifname, "speed", &speed) && speed > 0 && speed <= INT_MAX) {
-		return (int)speed;
-	}
-	if (speed_mbps_param) {
-		return speed_mbps_param;
-	}
-	HP_INFO("%s does not report its speed (as on ENA); assuming %d Mbit/s, set HARP_SPEED_MBPS "
-		"to the link's real speed",
-		ifname, HP_DEFAULT_SPEED_MBPS);
-	return HP_DEFAULT_SPEED_MBPS;
-}
-
 static void devices_destroy(void)
 {
 	int i;
@@ -227,10 +188,9 @@ static hnccl_result_t devices_create(void)
 {
 	char names[HARP_IFMATCH_MAX][16], err[256];
 	const char *spec = getenv("HARP_IFNAME");
-	struct harp_params params;
 	int n, i, rc;
 
-	rc = params_load_env(&params, err, sizeof(err));
+	rc = harp_settings_check(err, sizeof(err));
 	if (rc) {
 		HP_WARN("%s; harp is off, NCCL falls back to its other transports", err);
 		return HNCCL_INVALID_ARGUMENT;
@@ -269,7 +229,12 @@ static hnccl_result_t devices_create(void)
 		memcpy(d->name, names[i], sizeof(d->name));
 		d->pci_path = sysfs_device_path(names[i]);
 		d->guid = mac_guid(names[i]);
-		d->speed = dev_speed(names[i], params.speed_mbps);
+		d->speed = d->info.speed_mbps;
+		if (d->info.speed_assumed) {
+			HP_INFO("%s does not report its speed (as on ENA); assuming %d Mbit/s, set "
+				"HARP_SPEED_MBPS to the link's real speed",
+				names[i], d->speed);
+		}
 		g.ndev = i + 1;
 		HP_INFO("device %d: %s %s, %d queue%s, XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
 			"bytes per packet), UDP ports from %u, %s, %d Mbit/s",

@@ -27,6 +27,19 @@ const char *harp_mode_name(enum harp_xdp_mode mode)
 
 /* ---- context ---------------------------------------------------------------------------------- */
 
+#define DEFAULT_SPEED_MBPS 10000 /* reported when neither the driver nor HARP_SPEED_MBPS says */
+
+int harp_settings_check(char *err, size_t errlen)
+{
+	struct harp_params p;
+
+	if (!err || !errlen) {
+		return -EINVAL;
+	}
+	err[0] = '\0';
+	return params_load_env(&p, err, errlen);
+}
+
 /* Options override the environment, which overrides defaults. */
 static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 {
@@ -150,16 +163,24 @@ static void report_queue_taken(struct harp_ctx *ctx, int queue)
 	       ctx->queues_take_free ? "" : ": give this one others, e.g. a list such as 4-7, or auto");
 }
 
+static void conn_destroy(struct harp_conn *c);
+
 /* One engine per queue picked; with auto alone, the first free ones, up to the limit. */
 static int ctx_engines(struct harp_ctx *ctx)
 {
+	const struct engine_env env = {
+		.params = &ctx->params,
+		.steer = &ctx->steer,
+		.ifname = ctx->ifi.name,
+		.release = conn_destroy,
+	};
 	int q, err;
 
 	for (q = 0; q < ctx->nqueues; q++) {
 		if (ctx->queues_take_free && ctx->nengines == ctx->queues_take_free) {
 			break;
 		}
-		err = engine_init(&ctx->engines[ctx->nengines], ctx, ctx->queue_ids[q],
+		err = engine_init(&ctx->engines[ctx->nengines], &env, ctx->queue_ids[q],
 				  ctx->queues_take_free ? 0 : XSK_BUSY_WAIT_MS);
 		if (err == -EBUSY && ctx->queues_take_free) {
 			pr_debug("queue %d of %s is held by another process; HARP_QUEUES=auto "
@@ -184,7 +205,7 @@ static int ctx_engines(struct harp_ctx *ctx)
 		/* Every queue held (any other failure has returned): a process that just died may
 		 * still hold one a moment, so wait for the first as a named queue would be waited
 		 * for, then say who holds them. */
-		err = engine_init(&ctx->engines[0], ctx, ctx->queue_ids[0], XSK_BUSY_WAIT_MS);
+		err = engine_init(&ctx->engines[0], &env, ctx->queue_ids[0], XSK_BUSY_WAIT_MS);
 		if (!err) {
 			ctx->nengines = 1;
 		} else {
@@ -242,7 +263,8 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	if (err) {
 		goto err_engines;
 	}
-	err = engine_keeper_start(ctx);
+	err = engine_keeper_start(&ctx->keeper, ctx->engines, ctx->nengines,
+				  ctx->params.idle_progress_us);
 	if (err) {
 		goto err_engines;
 	}
@@ -278,7 +300,7 @@ void harp_ctx__destroy(struct harp_ctx *ctx)
 	if (!ctx) {
 		return;
 	}
-	engine_keeper_stop(ctx); /* before the engines go: it may be running one */
+	engine_keeper_stop(&ctx->keeper); /* before the engines go: it may be running one */
 	for (q = 0; q < ctx->nengines; q++) {
 		engine_fini(&ctx->engines[q]);
 	}
@@ -315,6 +337,10 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->xdp_pinned = ctx->steer.pinned;
 	info->ipv4 = ctx->ifi.ipv4;
 	info->port_base = (uint16_t)ctx->params.port_base;
+	info->speed_mbps = ctx->ifi.speed_mbps ? ctx->ifi.speed_mbps
+			   : ctx->params.speed_mbps ? ctx->params.speed_mbps
+						    : DEFAULT_SPEED_MBPS;
+	info->speed_assumed = !ctx->ifi.speed_mbps && !ctx->params.speed_mbps;
 	return 0;
 }
 
@@ -364,8 +390,11 @@ void ctx_free_id(struct harp_ctx *ctx, uint32_t id)
 
 /* ---- connections ----------------------------------------------------------------------------------- */
 
-/* Frees a connection and everything it owns; the caller has unhooked it from its engine. */
-void conn_destroy(struct harp_conn *c)
+/*
+ * Frees a connection and everything it owns: one never handed to an engine, or one its engine is
+ * done with (engine_env.release), which has unhooked it.
+ */
+static void conn_destroy(struct harp_conn *c)
 {
 	if (c->id) {
 		ctx_free_id(c->ctx, c->id);

@@ -139,6 +139,22 @@ enum conn_state {
 
 struct harp_engine;
 
+/*
+ * The engine's lists a connection is on, linked through it (engine.c alone reads or writes
+ * these; conn.c never does). Each list's membership flag keeps a connection on it at most once.
+ */
+struct conn_links {
+	struct harp_conn *next_new;	 /* hand-over: set-up thread -> engine (lock-free) */
+	_Atomic bool wants_take;	 /* on the list of those with new requests (lock-free) */
+	struct harp_conn *next_take;	 /* that list */
+	struct harp_conn *next_active;	 /* every adopted connection */
+	struct harp_conn *next_retry;	 /* those whose next request must wait for a slot */
+	struct harp_conn *next_tx;	 /* those that may have packets to send */
+	struct harp_conn *next_ack_wait; /* those owing a delayed ack, not yet due */
+	struct harp_conn *next_ack;	 /* those whose ack goes out this pass */
+	bool on_retry, on_tx, on_ack_wait, on_ack_list;
+};
+
 struct harp_conn {
 	/* ---- set at set-up, read-only afterwards ---- */
 	struct harp_ctx *ctx;
@@ -155,9 +171,7 @@ struct harp_conn {
 	_Atomic int state;	   /* enum conn_state */
 	_Atomic int fail_err;	   /* why it failed */
 	struct spsc *submit;	   /* data thread -> engine: struct harp_req * */
-	struct harp_conn *next_new; /* engine's hand-over list link */
-	_Atomic bool wants_take;    /* on the engine's list of connections with new requests */
-	struct harp_conn *next_take; /* that list's link */
+	struct conn_links links;   /* the engine's */
 
 	/* ---- set-up thread only (control.c) ---- */
 	struct ctrl_setup *setup;
@@ -169,13 +183,6 @@ struct harp_conn {
 	uint32_t next_rsn;
 
 	/* ---- engine only ---- */
-	struct harp_conn *next_active; /* engine's list of connections */
-	struct harp_conn *next_retry;  /* engine's list of those whose next request must wait */
-	bool on_retry;
-	struct harp_conn *next_tx; /* engine's list of those that may have packets to send */
-	bool on_tx;
-	struct harp_conn *next_ack_wait; /* engine's list of those with a delayed ack owed */
-	bool on_ack_wait;
 	uint16_t ip_id;
 	/* sender */
 	uint32_t snd_una, snd_nxt;
@@ -221,9 +228,7 @@ struct harp_conn {
 	uint32_t rx_since_ack;
 	uint32_t sacked_pending; /* bits set in rcv_bits */
 	uint64_t ack_due_ns; /* when ack_due was set */
-	bool on_ack_list;
 	bool peer_closed; /* the peer said close on the control channel */
-	struct harp_conn *next_ack;
 
 	struct harp_conn_stats stats;
 };

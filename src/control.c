@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Connection set-up over a kernel TCP connection, and the control channel it stays afterwards.
+ * Connection set-up over a kernel TCP connection, which stays open afterwards as the connection's
+ * control channel (chan.c).
  *
  * The listener's handle names a TCP address. The connector sends a hello (session token, its
  * connection id, data address, UDP port, queue count, MTU); the listener picks the queue both
  * ends will use and answers in kind. Each side then looks up the peer's next-hop MAC in the
- * kernel's neighbour table (the TCP handshake has just resolved it), hands the connection to its
- * engine, and from then on data flows only over AF_XDP. The TCP connection stays open: its EOF
- * or reset tells an engine at once that the peer closed or died, and a closing side sends its
- * final cumulative ack over it, so the peer's last sends complete even if the last ACK packet
- * was lost.
+ * kernel's neighbour table (the TCP handshake has just resolved it), and the connection goes to
+ * its engine; from then on data flows only over AF_XDP.
  *
  * Nothing here blocks: each call advances a state machine kept in the connection.
  */
@@ -244,7 +242,7 @@ static void hello_fill(struct harp_conn *c, struct hello *h, enum hello_type typ
 	struct harp_ctx *ctx = c->ctx;
 
 	memset(h, 0, sizeof(*h));
-	h->magic = htonl(CTRL_MAGIC);
+	h->magic = htonl(CHAN_MAGIC);
 	h->version = htons(HELLO_VERSION);
 	h->type = htons(type);
 	h->nonce = c->setup->nonce;
@@ -283,7 +281,7 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 {
 	struct ctrl_setup *s = c->setup;
 
-	if (ntohl(h->magic) != CTRL_MAGIC || ntohs(h->version) != HELLO_VERSION) {
+	if (ntohl(h->magic) != CHAN_MAGIC || ntohs(h->version) != HELLO_VERSION) {
 		pr_err("setup with %s: the peer does not speak harp's control protocol (magic "
 		       "0x%08x version %u)",
 		       s->peer_name, ntohl(h->magic), ntohs(h->version));
@@ -519,82 +517,6 @@ int ctrl_setup_queue(const struct harp_conn *c)
 bool ctrl_setup_reply_pending(const struct harp_conn *c)
 {
 	return c->setup && c->setup->step == STEP_SEND_REPLY;
-}
-
-/* ---- after set-up ---------------------------------------------------------------------------- */
-
-int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
-{
-	struct ctrl_msg m;
-	ssize_t n;
-
-	for (;;) {
-		n = recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			return 0;
-		}
-		if (n <= 0) {
-			if (c->peer_closed) {
-				pr_info("conn %u: peer %s closed the connection", c->id,
-					inet_ntoa((struct in_addr){ c->path.dst_ip }));
-			} else {
-				pr_err("conn %u: peer %s went away without closing (control "
-				       "connection: %s); failing its requests",
-				       c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
-				       n == 0 ? "end of file" : strerror(errno));
-			}
-			conn_fail(c, -ECONNRESET);
-			return -ECONNRESET;
-		}
-		if (n < (ssize_t)sizeof(m)) {
-			return 0; /* the rest is on its way */
-		}
-		if (recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT) != sizeof(m)) {
-			return 0;
-		}
-		if (ntohl(m.magic) == CTRL_MAGIC && ntohl(m.type) == CTRL_PATH) {
-			conn_on_probe_result(c, ntohl(m.reserved), ntohl(m.value), now);
-			continue;
-		}
-		if (ntohl(m.magic) != CTRL_MAGIC || ntohl(m.type) != CTRL_CLOSE) {
-			pr_err("conn %u: unknown control message (magic 0x%08x type %u)", c->id,
-			       ntohl(m.magic), ntohl(m.type));
-			conn_fail(c, -EPROTO);
-			return -EPROTO;
-		}
-		c->peer_closed = true;
-		conn_on_peer_close(c, ntohl(m.value), now);
-	}
-}
-
-void ctrl_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
-{
-	struct ctrl_msg m = {
-		.magic = htonl(CTRL_MAGIC),
-		.type = htonl(CTRL_PATH),
-		.value = htonl(cand),
-		.reserved = htonl(round),
-	};
-
-	/* 16 bytes on a socket that carries a few dozen per connection: it has room; if not, the
-	 * peer's next probe round asks again */
-	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
-		pr_debug("conn %u: a probe report could not be sent: %s", c->id, strerror(errno));
-	}
-}
-
-void ctrl_send_close(struct harp_conn *c)
-{
-	struct ctrl_msg m = {
-		.magic = htonl(CTRL_MAGIC),
-		.type = htonl(CTRL_CLOSE),
-		.value = htonl(c->rcv_nxt),
-	};
-
-	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
-		pr_debug("conn %u: the close message could not be sent: %s", c->id,
-			 strerror(errno));
-	}
 }
 
 void ctrl_conn_destroy(struct harp_conn *c)

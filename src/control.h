@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Connection set-up over TCP (set-up thread); the control channel afterwards is in engine.h. */
+/* Connection set-up over TCP (set-up thread); the control channel afterwards is chan.h's. */
 #ifndef HARP_CONTROL_H
 #define HARP_CONTROL_H
 
-#include "engine.h"
+#include "ctx.h"
 
 struct harp_listener {
 	struct harp_ctx *ctx;
@@ -25,5 +25,7 @@ int ctrl_establish(struct harp_conn *c);
 bool ctrl_setup_reply_pending(const struct harp_conn *c);
 /* The queue (engine) both sides agreed on. */
 int ctrl_setup_queue(const struct harp_conn *c);
+/* Frees a connection's set-up state and closes its control socket. */
+void ctrl_conn_destroy(struct harp_conn *c);
 
 #endif

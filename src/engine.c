@@ -25,64 +25,65 @@
  * delayed ack (20 us) has a list of its own, looked at every pass. */
 #define TIMER_PERIOD_NS 1000000ull
 
-int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue, int busy_wait_ms)
+int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, int busy_wait_ms)
 {
 	int err;
 
 	memset(e, 0, sizeof(*e));
-	e->ctx = ctx;
+	e->env = *env;
 	e->queue = queue;
-	e->rng = (uint32_t)ctx->params.fault_seed * 2654435761u + (uint32_t)queue + 1;
+	e->rng = (uint32_t)env->params->fault_seed * 2654435761u + (uint32_t)queue + 1;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->epfd < 0) {
 		return -errno;
 	}
-	err = xsk_port_open(&e->port, ctx->ifi.name, queue, &ctx->params, ctx->steer.xsks_map_fd,
+	err = xsk_port_open(&e->port, env->ifname, queue, env->params, env->steer->xsks_map_fd,
 			    busy_wait_ms);
 	if (err) { /* -EBUSY: another socket holds the queue; the caller says whose */
 		close(e->epfd);
 		e->epfd = -1;
+		e->env.params = NULL;
 		return err;
 	}
-	steer_claim(&ctx->steer, queue);
+	steer_claim(env->steer, queue);
 	return 0;
 }
 
 static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
 {
 	e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = NULL;
-	steer_probe_forget(&e->ctx->steer, c->id, c->token);
+	steer_probe_forget(e->env.steer, c->id, c->token);
 	epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
-	conn_destroy(c);
+	e->env.release(c);
 }
 
 void engine_fini(struct harp_engine *e)
 {
 	struct harp_conn *c, *next;
 
-	if (!e || !e->ctx) {
-		return;
+	if (!e || !e->env.params) {
+		return; /* never opened, or closed already */
 	}
 	c = atomic_exchange(&e->handover, NULL);
 	for (; c; c = next) {
-		next = c->next_new;
-		c->next_active = e->conns;
+		next = c->links.next_new;
+		c->links.next_active = e->conns;
 		e->conns = c;
 	}
 	for (c = e->conns; c; c = next) {
-		next = c->next_active;
+		next = c->links.next_active;
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
-			ctrl_send_close(c); /* our final ack lets the peer's last sends complete */
+			chan_send_close(c); /* our final ack lets the peer's last sends complete */
 		}
 		engine_release_conn(e, c);
 	}
 	e->conns = NULL;
-	steer_release(&e->ctx->steer, e->queue);
-	xsk_port_close(&e->port, e->ctx->steer.xsks_map_fd);
+	steer_release(e->env.steer, e->queue);
+	xsk_port_close(&e->port, e->env.steer->xsks_map_fd);
 	if (e->epfd >= 0) {
 		close(e->epfd);
 	}
-	e->ctx = NULL;
+	e->env.params = NULL;
 }
 
 void engine_handover(struct harp_engine *e, struct harp_conn *c)
@@ -90,7 +91,7 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c)
 	struct harp_conn *head = atomic_load_explicit(&e->handover, memory_order_relaxed);
 
 	do {
-		c->next_new = head;
+		c->links.next_new = head;
 		/* release: the connection's set-up is visible before the engine can see it */
 	} while (!atomic_compare_exchange_weak_explicit(&e->handover, &head, c,
 							memory_order_release, memory_order_relaxed));
@@ -113,9 +114,9 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c)
  */
 static void tx_list_add(struct harp_engine *e, struct harp_conn *c)
 {
-	if (!c->on_tx) {
-		c->on_tx = true;
-		c->next_tx = e->tx_list;
+	if (!c->links.on_tx) {
+		c->links.on_tx = true;
+		c->links.next_tx = e->tx_list;
 		e->tx_list = c;
 	}
 }
@@ -126,12 +127,12 @@ void engine_notify(struct harp_engine *e, struct harp_conn *c)
 
 	/* acq_rel: when the flag was already set, the engine has yet to clear it, and its clearing
 	 * exchange reads ours (so it sees the request pushed before it, see take_requests) */
-	if (atomic_exchange_explicit(&c->wants_take, true, memory_order_acq_rel)) {
+	if (atomic_exchange_explicit(&c->links.wants_take, true, memory_order_acq_rel)) {
 		return;
 	}
 	head = atomic_load_explicit(&e->to_take, memory_order_relaxed);
 	do {
-		c->next_take = head;
+		c->links.next_take = head;
 		/* release: the request in c's ring is visible before the engine can see c here */
 	} while (!atomic_compare_exchange_weak_explicit(&e->to_take, &head, c, memory_order_release,
 							memory_order_relaxed));
@@ -150,7 +151,7 @@ static void adopt(struct harp_engine *e, uint64_t now)
 	for (; c; c = next) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 
-		next = c->next_new;
+		next = c->links.next_new;
 		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->ctrl_fd, &ev)) {
 			pr_err("engine %d: watching the control socket of conn %u failed: %s",
 			       e->queue, c->id, strerror(errno));
@@ -159,7 +160,7 @@ static void adopt(struct harp_engine *e, uint64_t now)
 		conn_start(c, now);
 		tx_list_add(e, c); /* its probes */
 		e->probing++;	   /* and their answers: timers and control every pass */
-		c->next_active = e->conns;
+		c->links.next_active = e->conns;
 		e->conns = c;
 		e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = c;
 	}
@@ -172,14 +173,14 @@ static bool fault_drop(struct harp_engine *e)
 {
 	uint32_t x = e->rng;
 
-	if (!e->ctx->params.fault_drop_ppm) {
+	if (!e->env.params->fault_drop_ppm) {
 		return false;
 	}
 	x ^= x << 13;
 	x ^= x >> 17;
 	x ^= x << 5;
 	e->rng = x;
-	return x % 1000000u < (uint32_t)e->ctx->params.fault_drop_ppm;
+	return x % 1000000u < (uint32_t)e->env.params->fault_drop_ppm;
 }
 #else
 static bool fault_drop(struct harp_engine *e)
@@ -191,9 +192,9 @@ static bool fault_drop(struct harp_engine *e)
 
 static void ack_list_add(struct harp_engine *e, struct harp_conn *c)
 {
-	if (!c->on_ack_list) {
-		c->on_ack_list = true;
-		c->next_ack = e->ack_list;
+	if (!c->links.on_ack_list) {
+		c->links.on_ack_list = true;
+		c->links.next_ack = e->ack_list;
 		e->ack_list = c;
 	}
 }
@@ -228,16 +229,16 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 	if (p.h.type == HARP_PKT_PROBE) {
 		/* this port pair reaches the connection's engine: tell the prober */
 		e->stats.rx_probes++;
-		ctrl_send_path(c, p.h.rsn, p.h.tag);
+		chan_send_path(c, p.h.rsn, p.h.tag);
 		return;
 	}
 	conn_on_packet(c, &p, now);
 	tx_list_add(e, c);
 	if (conn_ack_wanted(c, now)) {
 		ack_list_add(e, c);
-	} else if (c->ack_due && !c->on_ack_wait) {
-		c->on_ack_wait = true; /* owed, not yet due */
-		c->next_ack_wait = e->ack_wait;
+	} else if (c->ack_due && !c->links.on_ack_wait) {
+		c->links.on_ack_wait = true; /* owed, not yet due */
+		c->links.next_ack_wait = e->ack_wait;
 		e->ack_wait = c;
 	}
 }
@@ -254,10 +255,10 @@ static void acks_due(struct harp_engine *e, uint64_t now)
 			ack_list_add(e, c);
 		}
 		if (due || !c->ack_due) {
-			*pp = c->next_ack_wait;
-			c->on_ack_wait = false;
+			*pp = c->links.next_ack_wait;
+			c->links.on_ack_wait = false;
 		} else {
-			pp = &c->next_ack_wait;
+			pp = &c->links.next_ack_wait;
 		}
 	}
 }
@@ -326,8 +327,8 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 	struct harp_conn *c;
 	struct conn_tx tx;
 
-	for (c = e->ack_list; c; c = c->next_ack) {
-		c->on_ack_list = false;
+	for (c = e->ack_list; c; c = c->links.next_ack) {
+		c->links.on_ack_list = false;
 		if (tx_room(b) && conn_make_ack(c, &tx, now)) {
 			if (!tx_put(e, b, c, &tx)) {
 				c->ack_due = true; /* no frame free: ack next round */
@@ -373,11 +374,11 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 			}
 			if (burst == CONN_BURST || !tx_room(b) || !e->port.pool.free) {
 				more |= burst == CONN_BURST;
-				pp = &c->next_tx; /* cut short: it stays */
+				pp = &c->links.next_tx; /* cut short: it stays */
 				continue;
 			}
-			*pp = c->next_tx; /* it said it has nothing more */
-			c->on_tx = false;
+			*pp = c->links.next_tx; /* it said it has nothing more */
+			c->links.on_tx = false;
 		}
 	}
 }
@@ -422,9 +423,9 @@ static bool take_from(struct harp_engine *e, struct harp_conn *c)
 
 static void retry_add(struct harp_engine *e, struct harp_conn *c)
 {
-	if (!c->on_retry) {
-		c->on_retry = true;
-		c->next_retry = e->retry;
+	if (!c->links.on_retry) {
+		c->links.on_retry = true;
+		c->links.next_retry = e->retry;
 		e->retry = c;
 	}
 }
@@ -439,10 +440,10 @@ static void take_requests(struct harp_engine *e, uint64_t now)
 
 	for (pp = &e->retry; (c = *pp);) {
 		if (take_from(e, c)) {
-			*pp = c->next_retry;
-			c->on_retry = false;
+			*pp = c->links.next_retry;
+			c->links.on_retry = false;
 		} else {
-			pp = &c->next_retry;
+			pp = &c->links.next_retry;
 		}
 	}
 	if (!atomic_load_explicit(&e->to_take, memory_order_relaxed)) {
@@ -452,9 +453,9 @@ static void take_requests(struct harp_engine *e, uint64_t now)
 	c = atomic_exchange_explicit(&e->to_take, NULL, memory_order_acquire);
 	adopt(e, now); /* a connection is handed over before its first request is posted */
 	for (; c; c = next) {
-		next = c->next_take;
+		next = c->links.next_take;
 		/* acquire: a notify that found the flag still set is visible, and so is its request */
-		atomic_exchange_explicit(&c->wants_take, false, memory_order_acq_rel);
+		atomic_exchange_explicit(&c->links.wants_take, false, memory_order_acq_rel);
 		if (!take_from(e, c)) {
 			retry_add(e, c);
 		}
@@ -464,21 +465,21 @@ static void take_requests(struct harp_engine *e, uint64_t now)
 /* Takes c off the engine's lists, tells the peer, fails what is pending and frees it. */
 static void reap(struct harp_engine *e, struct harp_conn *c)
 {
-	if (c->on_retry) {
-		LIST_UNLINK(&e->retry, c, next_retry);
+	if (c->links.on_retry) {
+		LIST_UNLINK(&e->retry, c, links.next_retry);
 	}
-	if (c->on_tx) {
-		LIST_UNLINK(&e->tx_list, c, next_tx);
+	if (c->links.on_tx) {
+		LIST_UNLINK(&e->tx_list, c, links.next_tx);
 	}
-	if (c->on_ack_wait) {
-		LIST_UNLINK(&e->ack_wait, c, next_ack_wait);
+	if (c->links.on_ack_wait) {
+		LIST_UNLINK(&e->ack_wait, c, links.next_ack_wait);
 	}
-	if (c->on_ack_list) {
-		LIST_UNLINK(&e->ack_list, c, next_ack);
+	if (c->links.on_ack_list) {
+		LIST_UNLINK(&e->ack_list, c, links.next_ack);
 	}
-	LIST_UNLINK(&e->conns, c, next_active); /* adopted: engine_close_conn adopts first */
+	LIST_UNLINK(&e->conns, c, links.next_active); /* adopted: engine_close_conn adopts first */
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
-		ctrl_send_close(c);
+		chan_send_close(c);
 	}
 	conn_fail(c, -ECONNABORTED);
 	engine_release_conn(e, c);
@@ -487,7 +488,7 @@ static void reap(struct harp_engine *e, struct harp_conn *c)
 /* No port pair reached the peer's engine in HARP_CONNECT_TIMEOUT_MS: say why, as far as we can. */
 static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t now)
 {
-	uint64_t limit = (uint64_t)e->ctx->params.connect_timeout_ms * 1000000ull;
+	uint64_t limit = (uint64_t)e->env.params->connect_timeout_ms * 1000000ull;
 	char seen[160];
 
 	if (!conn_paths_hopeless(c, now, limit)) {
@@ -495,15 +496,15 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	}
 	/* The peer's probes for this connection, as our XDP program recorded them, usually fail
 	 * the same way ours did. */
-	queue_set_text(seen, sizeof(seen), steer_probe_queues(&e->ctx->steer, c->id, c->token));
+	queue_set_text(seen, sizeof(seen), steer_probe_queues(e->env.steer, c->id, c->token));
 	pr_err("conn %u: none of %llu probes over random UDP port pairs reached the engine of peer "
 	       "%s that owns this connection within HARP_CONNECT_TIMEOUT_MS=%d; here, the peer's "
 	       "probes arrived on rx queue(s) %s of %s while this connection's engine runs queue %d "
 	       "(a queue without a harp socket, or another process's: let harp run on every queue "
 	       "the NIC hashes to, see HARP_QUEUES)",
 	       c->id, (unsigned long long)c->stats.probes_sent,
-	       inet_ntoa((struct in_addr){ c->path.dst_ip }), e->ctx->params.connect_timeout_ms,
-	       seen, e->ctx->ifi.name, e->queue);
+	       inet_ntoa((struct in_addr){ c->path.dst_ip }), e->env.params->connect_timeout_ms,
+	       seen, e->env.ifname, e->queue);
 	conn_fail(c, -EHOSTUNREACH);
 }
 
@@ -524,7 +525,7 @@ static void read_control(struct harp_engine *e, uint64_t now)
 	for (i = 0; i < n; i++) {
 		c = evs[i].data.ptr;
 		tx_list_add(e, c); /* a path found: what waited for one may go */
-		if (ctrl_poll_conn(c, now) < 0) {
+		if (chan_poll(c, now) < 0) {
 			epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
 		}
 	}
@@ -532,7 +533,7 @@ static void read_control(struct harp_engine *e, uint64_t now)
 
 static void timers_and_control(struct harp_engine *e, uint64_t now)
 {
-	uint64_t peer_timeout = (uint64_t)e->ctx->params.peer_timeout_ms * 1000000ull;
+	uint64_t peer_timeout = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull;
 	struct harp_conn *c;
 
 	acks_due(e, now);
@@ -544,7 +545,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	}
 	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
-	for (c = e->conns; c; c = c->next_active) {
+	for (c = e->conns; c; c = c->links.next_active) {
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
 			if (conn_tx_pending(c)) {
@@ -571,7 +572,7 @@ static void kick_failed(struct harp_engine *e, int err, uint64_t now)
 	e->kick_warned_ns = now;
 	pr_warn("engine %d: TX wake-up of %s failed: %s (%llu times so far; said at most once a "
 		"second)",
-		e->queue, e->ctx->ifi.name, strerror(-err),
+		e->queue, e->env.ifname, strerror(-err),
 		(unsigned long long)e->stats.tx_kick_errors);
 }
 
@@ -648,12 +649,12 @@ int engine_progress(struct harp_engine *e)
  */
 static void *keeper_main(void *arg)
 {
-	struct harp_ctx *ctx = arg;
-	uint64_t idle_ns = (uint64_t)ctx->params.idle_progress_us * 1000, before;
-	struct timespec nap = { .tv_sec = (time_t)(idle_ns / 1000000000ull),
-				.tv_nsec = (long)(idle_ns % 1000000000ull) };
+	struct engine_keeper *k = arg;
+	struct timespec nap = { .tv_sec = (time_t)(k->idle_ns / 1000000000ull),
+				.tv_nsec = (long)(k->idle_ns % 1000000000ull) };
 	struct sched_param prio = { 0 };
 	bool may_idle, idle, starved = false;
+	uint64_t before;
 	int q, err;
 
 	err = pthread_setschedparam(pthread_self(), SCHED_IDLE, &prio);
@@ -663,15 +664,15 @@ static void *keeper_main(void *arg)
 	}
 	may_idle = idle = !err;
 
-	while (!atomic_load_explicit(&ctx->keeper_stop, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&k->stop, memory_order_relaxed)) {
 		uint64_t now = now_ns();
 		bool ran = false;
 
-		for (q = 0; q < ctx->nengines; q++) {
-			struct harp_engine *e = &ctx->engines[q];
+		for (q = 0; q < k->nengines; q++) {
+			struct harp_engine *e = &k->engines[q];
 
 			if (now - atomic_load_explicit(&e->last_run_ns, memory_order_relaxed) <
-			    idle_ns) {
+			    k->idle_ns) {
 				continue;
 			}
 			if (idle) {
@@ -686,38 +687,43 @@ static void *keeper_main(void *arg)
 		}
 		before = now_ns();
 		nanosleep(&nap, NULL);
-		if (idle && now_ns() - before > idle_ns + KEEPER_STARVED_NS) {
+		if (idle && now_ns() - before > k->idle_ns + KEEPER_STARVED_NS) {
 			starved = true; /* busy cores kept an idle-policy thread off them */
 		}
 	}
 	return NULL;
 }
 
-int engine_keeper_start(struct harp_ctx *ctx)
+int engine_keeper_start(struct engine_keeper *k, struct harp_engine *engines, int nengines,
+			int idle_us)
 {
 	int err;
 
-	if (!ctx->params.idle_progress_us) {
+	memset(k, 0, sizeof(*k));
+	if (!idle_us) {
 		return 0;
 	}
-	err = pthread_create(&ctx->keeper, NULL, keeper_main, ctx);
+	k->engines = engines;
+	k->nengines = nengines;
+	k->idle_ns = (uint64_t)idle_us * 1000;
+	err = pthread_create(&k->thread, NULL, keeper_main, k);
 	if (err) {
 		pr_err("keeper thread: pthread_create failed: %s", strerror(err));
 		return -err;
 	}
-	pthread_setname_np(ctx->keeper, "harp-keeper");
-	ctx->keeper_started = true;
+	pthread_setname_np(k->thread, "harp-keeper");
+	k->started = true;
 	return 0;
 }
 
-void engine_keeper_stop(struct harp_ctx *ctx)
+void engine_keeper_stop(struct engine_keeper *k)
 {
-	if (!ctx->keeper_started) {
+	if (!k->started) {
 		return;
 	}
-	atomic_store(&ctx->keeper_stop, true);
-	pthread_join(ctx->keeper, NULL);
-	ctx->keeper_started = false;
+	atomic_store(&k->stop, true);
+	pthread_join(k->thread, NULL);
+	k->started = false;
 }
 
 /*
@@ -754,13 +760,13 @@ void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 	engine_hold(e);
 	adopt(e, now_ns());
 	take_requests(e, now_ns()); /* posted but not yet taken: they count too */
-	for (c = e->conns; c; c = c->next_active) {
+	for (c = e->conns; c; c = c->links.next_active) {
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
 		    conn_uses_region(c, addr, len)) {
 			pr_warn("conn %u: memory %p+%zu deregistered with requests pending on it; "
 				"failing the connection",
 				c->id, addr, len);
-			ctrl_send_close(c);
+			chan_send_close(c);
 			conn_fail(c, -ECANCELED);
 		}
 	}

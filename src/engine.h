@@ -2,7 +2,8 @@
 /*
  * Engines and the context that holds them. One engine per queue owns that queue's AF_XDP socket
  * and every connection placed on it; whichever thread calls engine_progress() runs it, one at a
- * time (a try-flag, never a wait). Connections arrive through a lock-free hand-over list.
+ * time (a try-flag, never a wait). Connections arrive through a lock-free hand-over list, set up
+ * by the layer above, which also says how to free one the engine is done with (engine_env).
  */
 #ifndef HARP_ENGINE_H
 #define HARP_ENGINE_H
@@ -10,15 +11,25 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "chan.h"
 #include "conn.h"
-#include "netinfo.h"
 #include "steer.h"
 #include "xsk.h"
 
 #define HARP_MAX_CONNS 4096 /* per context; connection ids carry the slot in their low bits */
 
+/* What an engine is given: it calls nothing above itself. */
+struct engine_env {
+	const struct harp_params *params;
+	struct steer *steer;
+	const char *ifname;
+	/* Frees a connection the engine has finished with (closed, or the engine going away);
+	 * the layer that made the connection owns its memory and sockets. */
+	void (*release)(struct harp_conn *c);
+};
+
 struct harp_engine {
-	struct harp_ctx *ctx;
+	struct engine_env env;
 	int queue;
 	struct xsk_port port;
 	_Atomic bool busy;			 /* someone is running this engine */
@@ -40,31 +51,23 @@ struct harp_engine {
 	struct harp_queue_stats stats;
 };
 
-struct harp_ctx {
-	struct harp_params params;
-	struct if_info ifi;
-	struct steer steer;
-	int queue_ids[HARP_MAX_QUEUES]; /* HARP_QUEUES, ascending: engine i runs queue_ids[i] */
-	int nqueues;
-	int queues_take_free; /* auto, alone: take this many of queue_ids, the ones not held */
-	int nengines;
+/*
+ * The keeper thread: runs any of its engines that no caller has run for idle_us (no thread
+ * when idle_us is 0).
+ */
+struct engine_keeper {
 	struct harp_engine *engines;
-	int ip_mtu;
-	uint32_t payload_max;
-	pthread_mutex_t setup_lock; /* set-up path only: the id allocator */
-	uint16_t id_gen[HARP_MAX_CONNS];
-	bool id_used[HARP_MAX_CONNS];
-	_Atomic uint32_t next_engine;
-	pthread_t keeper; /* runs engines no caller has run lately (HARP_IDLE_PROGRESS_US) */
-	bool keeper_started;
-	_Atomic bool keeper_stop;
+	int nengines;
+	uint64_t idle_ns;
+	pthread_t thread;
+	bool started;
+	_Atomic bool stop;
 };
+int engine_keeper_start(struct engine_keeper *k, struct harp_engine *engines, int nengines,
+			int idle_us);
+void engine_keeper_stop(struct engine_keeper *k);
 
-/* Starts and stops the keeper thread (no thread when HARP_IDLE_PROGRESS_US is 0). */
-int engine_keeper_start(struct harp_ctx *ctx);
-void engine_keeper_stop(struct harp_ctx *ctx);
-
-int engine_init(struct harp_engine *e, struct harp_ctx *ctx, int queue, int busy_wait_ms);
+int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, int busy_wait_ms);
 void engine_fini(struct harp_engine *e);
 /* Runs the engine once if no other thread is. Returns packets handled, or 0 when busy. */
 int engine_progress(struct harp_engine *e);
@@ -76,34 +79,5 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c);
 void engine_handover(struct harp_engine *e, struct harp_conn *c);
 /* c's submit ring has a new request: the engine's next pass takes it (the data thread). */
 void engine_notify(struct harp_engine *e, struct harp_conn *c);
-
-void conn_destroy(struct harp_conn *c);
-
-/* Connection ids: slot in the low 12 bits, a generation above, never 0. */
-int ctx_alloc_id(struct harp_ctx *ctx, uint32_t *id);
-void ctx_free_id(struct harp_ctx *ctx, uint32_t id);
-
-/* control.c: the frame of the control channel after set-up. */
-#define CTRL_MAGIC 0x48525043u /* "HRPC" */
-enum ctrl_msg_type {
-	CTRL_CLOSE = 1, /* value: the sender's rcv_nxt, its final cumulative ack */
-	CTRL_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
-};
-struct ctrl_msg {
-	uint32_t magic;
-	uint32_t type;
-	uint32_t value;
-	uint32_t reserved;
-};
-_Static_assert(sizeof(struct ctrl_msg) == 16, "control message is 16 bytes");
-
-/* Reads what the peer said on the control channel; 0, or -ECONNRESET when it is gone. */
-int ctrl_poll_conn(struct harp_conn *c, uint64_t now);
-/* Tells the peer that its probe (round, candidate) reached this connection's engine. */
-void ctrl_send_path(struct harp_conn *c, uint32_t round, uint32_t cand);
-/* Tells the peer we close, with our final cumulative ack. */
-void ctrl_send_close(struct harp_conn *c);
-/* Frees a connection's set-up state and closes its control socket. */
-void ctrl_conn_destroy(struct harp_conn *c);
 
 #endif

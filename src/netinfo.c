@@ -76,6 +76,20 @@ static void count_queues(int fd, struct ifreq *ifr, struct if_info *info)
 	info->tx_queues = sysfs_queues(info->name, info->ifindex, "tx-");
 }
 
+/* The link speed, as ethtool shows it, asked in this network namespace; 0 when unknown. */
+static int link_speed(int fd, struct ifreq *ifr)
+{
+	struct ethtool_cmd cmd = { .cmd = ETHTOOL_GSET };
+	uint32_t speed;
+
+	ifr->ifr_data = (char *)&cmd;
+	if (ioctl(fd, SIOCETHTOOL, ifr)) {
+		return 0;
+	}
+	speed = ethtool_cmd_speed(&cmd);
+	return speed == (uint32_t)SPEED_UNKNOWN || speed > INT32_MAX ? 0 : (int)speed;
+}
+
 int netinfo_interface(const char *ifname, struct if_info *info)
 {
 	struct ifreq ifr;
@@ -111,6 +125,7 @@ int netinfo_interface(const char *ifname, struct if_info *info)
 		info->ipv4 = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
 	}
 	count_queues(fd, &ifr, info);
+	info->speed_mbps = link_speed(fd, &ifr);
 out:
 	close(fd);
 	return err;

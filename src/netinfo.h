@@ -12,6 +12,7 @@ struct if_info {
 	uint32_t ipv4; /* network order; 0 when the interface has none */
 	int mtu;
 	int rx_queues, tx_queues;
+	int speed_mbps; /* as ethtool shows it; 0 when the driver does not say (ENA) */
 };
 
 /* Fills info for ifname in the caller's network namespace. -ENODEV when there is none. */

@@ -97,8 +97,17 @@ struct harp_ctx_info {
 	uint32_t ipv4;		/* network order */
 	uint16_t port_base;
 	int xdp_pinned;		/* 1: harp-attach's program and pinned maps; 0: loaded by this process */
+	int speed_mbps;		/* link speed: the driver's, else HARP_SPEED_MBPS, else 10000 */
+	int speed_assumed;	/* 1: neither the driver nor HARP_SPEED_MBPS said (ENA): 10000 */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
+
+/*
+ * Reads the node profile (HARP_CONF) and every HARP_* variable as harp_ctx__create() would,
+ * without opening anything: 0, or a negative errno with err holding one line that names the
+ * setting, its value and what is accepted.
+ */
+HARP_API int harp_settings_check(char *err, size_t errlen);
 
 /* Per-queue counters: AF_XDP's XDP_STATISTICS plus the engine's own. */
 struct harp_queue_stats {

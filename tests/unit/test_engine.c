@@ -33,19 +33,19 @@
 
 static int destroyed;
 
-void ctrl_send_close(struct harp_conn *c)
+void chan_send_close(struct harp_conn *c)
 {
 	(void)c;
 }
 
-void ctrl_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
 {
 	(void)c;
 	(void)round;
 	(void)cand;
 }
 
-int ctrl_poll_conn(struct harp_conn *c, uint64_t now)
+int chan_poll(struct harp_conn *c, uint64_t now)
 {
 	(void)c;
 	(void)now;
@@ -79,7 +79,8 @@ uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t to
 	return 0;
 }
 
-void conn_destroy(struct harp_conn *c)
+/* engine_env.release: the engine is done with c */
+static void conn_destroy(struct harp_conn *c)
 {
 	destroyed++;
 	conn_free(c);
@@ -97,7 +98,8 @@ struct ring_mem {
 };
 
 struct side {
-	struct harp_ctx ctx;
+	struct harp_params params;
+	struct steer steer;
 	struct harp_engine e;
 	struct ring_mem fill, comp, tx, rx;
 	struct harp_conn conns[MAX_PAIRS];
@@ -136,10 +138,14 @@ static void side_init(struct side *s)
 	struct xsk_port *p = &s->e.port;
 
 	memset(s, 0, sizeof(*s));
-	params_defaults(&s->ctx.params);
-	snprintf(s->ctx.ifi.name, sizeof(s->ctx.ifi.name), "fake0");
-	s->ctx.steer.xsks_map_fd = -1;
-	s->e.ctx = &s->ctx;
+	params_defaults(&s->params);
+	s->steer.xsks_map_fd = -1;
+	s->e.env = (struct engine_env){
+		.params = &s->params,
+		.steer = &s->steer,
+		.ifname = "fake0",
+		.release = conn_destroy,
+	};
 	s->e.epfd = epoll_create1(EPOLL_CLOEXEC);
 	assert_true(s->e.epfd >= 0);
 	assert_int_equal(umem_area_alloc(&p->area, (size_t)FRAMES * 4096, HARP_HUGEPAGES_OFF), 0);
@@ -238,7 +244,6 @@ static void pair_open(struct world *w, int i)
 		struct harp_conn *c = cs[k];
 
 		memset(c, 0, sizeof(*c));
-		c->ctx = &sides[k]->ctx;
 		c->engine = &sides[k]->e;
 		c->id = (uint32_t)(i + 1) | (1u << 12);
 		c->peer_id = c->id;
@@ -402,12 +407,12 @@ static void test_idle_connections_stay_off_the_lists(void **state)
 	assert_int_equal(wire_move(&w->a, &w->b, -1), 0);
 
 	s = post_send(&w->a.conns[7], msg, sizeof(msg));
-	assert_true(w->a.conns[7].wants_take);
+	assert_true(w->a.conns[7].links.wants_take);
 	assert_ptr_equal(atomic_load(&w->a.e.to_take), &w->a.conns[7]);
 	engine_progress(&w->a.e);
 	/* taken, nothing to send (no CTS yet): off every list again */
 	assert_null(atomic_load(&w->a.e.to_take));
-	assert_false(w->a.conns[7].wants_take);
+	assert_false(w->a.conns[7].links.wants_take);
 	assert_null(w->a.e.tx_list);
 	assert_int_equal(wire_move(&w->a, &w->b, -1), 0);
 
@@ -429,8 +434,8 @@ static void test_idle_connections_stay_off_the_lists(void **state)
 	assert_int_equal(state_of(r), REQ_DONE);
 	assert_memory_equal(msg, got, sizeof(msg));
 	for (i = 0; i < MAX_PAIRS; i++) {
-		assert_false(w->a.conns[i].on_tx);
-		assert_false(w->b.conns[i].on_tx);
+		assert_false(w->a.conns[i].links.on_tx);
+		assert_false(w->b.conns[i].links.on_tx);
 	}
 	free(s);
 	free(r);
@@ -455,7 +460,7 @@ static void test_delayed_ack_list(void **state)
 
 	sent = w->b.e.stats.tx_packets;
 	engine_progress(&w->b.e);
-	assert_true(w->b.conns[0].on_ack_wait);
+	assert_true(w->b.conns[0].links.on_ack_wait);
 	assert_ptr_equal(w->b.e.ack_wait, &w->b.conns[0]);
 	assert_int_equal(w->b.e.stats.tx_packets, sent); /* in order, not due yet */
 
@@ -465,7 +470,7 @@ static void test_delayed_ack_list(void **state)
 	assert_int_equal(last_sent(&w->b).h.type, HARP_PKT_ACK);
 	assert_int_equal(last_sent(&w->b).h.ack_psn, 3); /* the three that arrived, in order */
 	assert_null(w->b.e.ack_wait);
-	assert_false(w->b.conns[0].on_ack_wait);
+	assert_false(w->b.conns[0].links.on_ack_wait);
 	free(s);
 	free(r);
 }
@@ -495,7 +500,7 @@ static void test_retry_list(void **state)
 	assert_int_equal(state_of(recvs[0]), REQ_DONE);
 	engine_progress(&w->b.e);
 	assert_null(w->b.e.retry);
-	assert_false(w->b.conns[3].on_retry);
+	assert_false(w->b.conns[3].links.on_retry);
 	assert_int_equal(spsc_count(w->b.conns[3].submit), 0);
 	free(s);
 	for (i = 0; i <= CONN_RECV_SLOTS; i++) {
@@ -521,9 +526,9 @@ static void test_close_before_take(void **state)
 	assert_int_equal(state_of(r), REQ_FAILED);
 	assert_int_equal(r->err, -ECONNABORTED);
 	assert_null(atomic_load(&w->b.e.to_take));
-	assert_int_equal(list_len(w->b.e.tx_list, offsetof(struct harp_conn, next_tx)), 1);
+	assert_int_equal(list_len(w->b.e.tx_list, offsetof(struct harp_conn, links.next_tx)), 1);
 	assert_ptr_equal(w->b.e.tx_list, &w->b.conns[0]);
-	assert_int_equal(list_len(w->b.e.conns, offsetof(struct harp_conn, next_active)), 1);
+	assert_int_equal(list_len(w->b.e.conns, offsetof(struct harp_conn, links.next_active)), 1);
 	free(r);
 	free(r0);
 }

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The control channel after set-up (chan.h). Sends never block: a message that finds the socket
+ * full is dropped with a debug line (a path report is asked for again by the peer's next probe
+ * round; a close still reaches the peer as the socket's end of file, without its final ack).
+ * Reads take whole messages only; a partial one waits for its rest.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "chan.h"
+
+int chan_poll(struct harp_conn *c, uint64_t now)
+{
+	struct chan_msg m;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			return 0;
+		}
+		if (n <= 0) {
+			if (c->peer_closed) {
+				pr_info("conn %u: peer %s closed the connection", c->id,
+					inet_ntoa((struct in_addr){ c->path.dst_ip }));
+			} else {
+				pr_err("conn %u: peer %s went away without closing (control "
+				       "connection: %s); failing its requests",
+				       c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
+				       n == 0 ? "end of file" : strerror(errno));
+			}
+			conn_fail(c, -ECONNRESET);
+			return -ECONNRESET;
+		}
+		if (n < (ssize_t)sizeof(m)) {
+			return 0; /* the rest is on its way */
+		}
+		if (recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT) != sizeof(m)) {
+			return 0;
+		}
+		if (ntohl(m.magic) == CHAN_MAGIC && ntohl(m.type) == CHAN_PATH) {
+			conn_on_probe_result(c, ntohl(m.reserved), ntohl(m.value), now);
+			continue;
+		}
+		if (ntohl(m.magic) != CHAN_MAGIC || ntohl(m.type) != CHAN_CLOSE) {
+			pr_err("conn %u: unknown control message (magic 0x%08x type %u)", c->id,
+			       ntohl(m.magic), ntohl(m.type));
+			conn_fail(c, -EPROTO);
+			return -EPROTO;
+		}
+		c->peer_closed = true;
+		conn_on_peer_close(c, ntohl(m.value), now);
+	}
+}
+
+void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+{
+	struct chan_msg m = {
+		.magic = htonl(CHAN_MAGIC),
+		.type = htonl(CHAN_PATH),
+		.value = htonl(cand),
+		.reserved = htonl(round),
+	};
+
+	/* 16 bytes on a socket that carries a few dozen per connection: it has room; if not, the
+	 * peer's next probe round asks again */
+	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+		pr_debug("conn %u: a probe report could not be sent: %s", c->id, strerror(errno));
+	}
+}
+
+void chan_send_close(struct harp_conn *c)
+{
+	struct chan_msg m = {
+		.magic = htonl(CHAN_MAGIC),
+		.type = htonl(CHAN_CLOSE),
+		.value = htonl(c->rcv_nxt),
+	};
+
+	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+		pr_debug("conn %u: the close message could not be sent: %s", c->id,
+			 strerror(errno));
+	}
+}
+

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A context: one interface, its engines and what set-up shares (the id allocator, the queue to
+ * give the next connection). The API (api.c) owns it; set-up (control.c) reads it.
+ */
+#ifndef HARP_CTX_H
+#define HARP_CTX_H
+
+#include <pthread.h>
+
+#include "engine.h"
+#include "netinfo.h"
+
+struct harp_ctx {
+	struct harp_params params;
+	struct if_info ifi;
+	struct steer steer;
+	int queue_ids[HARP_MAX_QUEUES]; /* HARP_QUEUES, ascending: engine i runs queue_ids[i] */
+	int nqueues;
+	int queues_take_free; /* auto, alone: take this many of queue_ids, the ones not held */
+	int nengines;
+	struct harp_engine *engines;
+	int ip_mtu;
+	uint32_t payload_max;
+	pthread_mutex_t setup_lock; /* set-up path only: the id allocator */
+	uint16_t id_gen[HARP_MAX_CONNS];
+	bool id_used[HARP_MAX_CONNS];
+	_Atomic uint32_t next_engine;
+	struct engine_keeper keeper; /* runs engines no caller has run lately */
+};
+
+/* Connection ids: slot in the low 12 bits, a generation above, never 0. */
+int ctx_alloc_id(struct harp_ctx *ctx, uint32_t *id);
+void ctx_free_id(struct harp_ctx *ctx, uint32_t id);
+
+#endif
