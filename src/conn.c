@@ -768,7 +768,8 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	if (h->type == HARP_PKT_ACK) {
 		on_ack(c, h->ack_psn, p->body, h->len * 8u, h->ts_echo, now);
 		if (h->flags & HARP_ACK_F_PING) {
-			c->ack_due = c->ack_now = true; /* the peer asks whether we are alive */
+			/* the peer asks whether we are alive */
+			c->ack_due = c->ack_now = c->ack_twin = true;
 			c->ack_due_ns = now;
 		}
 		return;
@@ -786,7 +787,8 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	}
 	if (psn_before(psn, c->rcv_nxt) || rcv_bit(c, psn)) {
 		c->stats.rx_duplicates++;
-		c->ack_now = true; /* our ack went missing, or the sender retransmitted early */
+		/* our ack went missing, or the sender retransmitted early */
+		c->ack_now = c->ack_twin = true;
 		return;
 	}
 	err = deliver(c, p);
@@ -800,7 +802,7 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	c->last_ts = h->ts;
 	if (psn != c->rcv_nxt) {
 		c->stats.rx_out_of_order++;
-		c->ack_now = true;
+		c->ack_now = c->ack_twin = true;
 		c->sacked_pending++;
 		rcv_bit_set(c, psn, true);
 		return;
@@ -1138,6 +1140,7 @@ send:
 		/* The cumulative ack this packet carries says all an ACK would: none is due now. */
 		c->ack_due = false;
 		c->ack_now = false;
+		c->ack_twin = false;
 		c->rx_since_ack = 0;
 	}
 	return true;
@@ -1184,7 +1187,11 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
 	tx->twin_src_port = tx->twin_dst_port = 0;
-	if ((c->ack_now || c->ping_due) && c->paths_live > 1) {
+	/* An ack that reports a loss, or asks or answers whether the peer is alive, goes out twice,
+	 * on two paths, so one lost copy or one dead path cannot stall recovery. One that says a
+	 * message is done goes once: on 2 vCPUs the second copy cost the 8 B ping-pong a packet's
+	 * copy-mode send on each side's critical path. */
+	if ((c->ack_twin || c->ping_due) && c->paths_live > 1) {
 		int twin = any_path(c); /* the rotation moved on: another path */
 
 		tx->twin_src_port = c->paths[twin].src_port;
@@ -1192,6 +1199,7 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	}
 	c->ack_due = false;
 	c->ack_now = false;
+	c->ack_twin = false;
 	c->rx_since_ack = 0;
 	memset(h, 0, sizeof(*h));
 	if (c->ping_due) {

@@ -223,7 +223,8 @@ struct harp_conn {
 	struct harp_req **recv_slots; /* CONN_RECV_SLOTS, by our rsn */
 	uint32_t last_ts;	      /* ts of the latest reliable packet, echoed in acks */
 	bool ack_due;	   /* something arrived that the peer has not seen acked */
-	bool ack_now;	   /* a hole or a duplicate: the sender needs the sack map at once */
+	bool ack_now;	   /* the sender needs this ack at once (a message done, a hole, ...) */
+	bool ack_twin;	   /* a hole, a duplicate or a ping: a second copy on another path too */
 	uint32_t recvs_open; /* receives taken and not yet finished */
 	uint32_t rx_since_ack;
 	uint32_t sacked_pending; /* bits set in rcv_bits */

@@ -771,6 +771,55 @@ static void more_paths(struct pair *p, int n)
 	}
 }
 
+/*
+ * The ack that completes a message goes once; one that reports a hole goes on two paths, so a
+ * lost copy cannot stall the loss's repair.
+ */
+static void test_ack_twins(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[3 * PAYLOAD], dst[3 * PAYLOAD];
+	struct harp_req *r, *s;
+	struct conn_tx tx;
+	struct pkt late;
+
+	more_paths(p, 2);
+	fill_pattern(src, sizeof(src), 7);
+	r = announce_recv(p, dst, PAYLOAD, 1);
+	s = post_send(&p->a, src, PAYLOAD, 1);
+	emit(&p->a, &p->ab, p->now, false);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_true(conn_ack_wanted(&p->b, p->now)); /* the last receive open: ack at once */
+	assert_true(conn_make_ack(&p->b, &tx, p->now));
+	assert_int_equal(tx.twin_src_port, 0);
+	deliver_one(&p->a, &(struct pkt){ .h = tx.h }, p->now);
+	assert_int_equal(req_state(s), REQ_DONE);
+	free(r);
+	free(s);
+
+	/* three packets, the middle one late: the ack that reports the hole has a twin */
+	r = announce_recv(p, dst, sizeof(dst), 2);
+	s = post_send(&p->a, src, sizeof(src), 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	late = p->ab.p[1];
+	deliver_one(&p->b, &p->ab.p[0], p->now);
+	deliver_one(&p->b, &p->ab.p[2], p->now);
+	p->ab.n = 0;
+	assert_true(conn_ack_wanted(&p->b, p->now));
+	assert_true(conn_make_ack(&p->b, &tx, p->now));
+	assert_true(tx.twin_src_port != 0 && tx.twin_src_port != tx.src_port);
+	assert_true(tx.h.len > 0); /* with its sack map */
+	deliver_one(&p->b, &late, p->now);
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(dst, src, sizeof(src));
+	free(r);
+	free(s);
+}
+
 /* New data goes to the path with the least RTT, while it has room; the others take the rest. */
 static void test_path_choice(void **state)
 {
@@ -913,6 +962,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
