@@ -56,7 +56,9 @@ int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 	c->rcv_bits = calloc(CONN_TXQ / 64, sizeof(*c->rcv_bits));
 	c->recv_slots = calloc(CONN_RECV_SLOTS, sizeof(*c->recv_slots));
 	c->send_slots = calloc(CONN_REQS, sizeof(*c->send_slots));
-	if (!c->txq || !c->rtxq || !c->cts || !c->rcv_bits || !c->recv_slots || !c->send_slots) {
+	c->eager_copies = table_alloc(CONN_EAGER_SLOTS * CONN_EAGER_BYTES);
+	if (!c->txq || !c->rtxq || !c->cts || !c->rcv_bits || !c->recv_slots || !c->send_slots ||
+	    !c->eager_copies) {
 		return -ENOMEM;
 	}
 	rtt_init(&c->rtt, RTO_INIT_US, RTO_MIN_US, RTO_MAX_US);
@@ -76,6 +78,8 @@ void conn_free(struct harp_conn *c)
 	free(c->rcv_bits);
 	free(c->recv_slots);
 	free(c->send_slots);
+	table_free(c->eager_copies, CONN_EAGER_SLOTS * CONN_EAGER_BYTES);
+	c->eager_copies = NULL;
 	c->txq = NULL;
 	c->rtxq = NULL;
 	c->cts = NULL;
@@ -377,12 +381,13 @@ static void send_release(struct harp_conn *c, struct harp_req *s, int err)
 	req_finish(s, err);
 }
 
-static void recv_release(struct harp_conn *c, struct harp_req *r)
+static void recv_release(struct harp_conn *c, struct harp_req *r, bool sender_done)
 {
-	/* The sender's send completes only on our ack. With no other receive open our caller may
-	 * not run this engine again soon: ack in this pass. With more open it keeps polling, and
-	 * the ack rides on its next CTS or leaves after CONN_ACK_DELAY_NS. */
-	if (!--c->recvs_open) {
+	/* The sender's send completes only on our ack, unless it said it has completed already
+	 * (HARP_DATA_F_DONE). With no other receive open our caller may not run this engine again
+	 * soon: ack in this pass. With more open it keeps polling, and the ack rides on its next
+	 * CTS or leaves after CONN_ACK_DELAY_NS. */
+	if (!--c->recvs_open && !sender_done) {
 		c->ack_now = true;
 	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = NULL;
@@ -418,6 +423,45 @@ bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len)
 		}
 	}
 	return false;
+}
+
+bool conn_linger(struct harp_conn *c, int err)
+{
+	uint32_t psn, i;
+
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY || !c->eager_used) {
+		return false;
+	}
+	/* Only eager DATA may be in flight: anything else reads or answers the caller's buffers. */
+	for (psn = c->snd_una; psn != c->snd_nxt; psn++) {
+		const struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && !rec->eager) {
+			return false;
+		}
+	}
+	for (i = 0; i < CONN_REQS; i++) {
+		if (c->send_slots[i]) {
+			req_finish(c->send_slots[i], err);
+			c->send_slots[i] = NULL;
+		}
+	}
+	for (i = 0; i < CONN_RECV_SLOTS; i++) {
+		if (c->recv_slots[i]) {
+			req_finish(c->recv_slots[i], err);
+			c->recv_slots[i] = NULL;
+		}
+	}
+	c->ssn_tail = c->ssn_cur = c->ssn_next;
+	c->recvs_open = 0;
+	c->cts_out_head = c->cts_out_tail = NULL;
+	c->lingering = true;
+	return true;
+}
+
+bool conn_linger_done(const struct harp_conn *c)
+{
+	return !c->eager_used || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY;
 }
 
 void conn_fail(struct harp_conn *c, int err)
@@ -485,6 +529,10 @@ static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t
 	t->touched |= 1u << rec->path;
 	if (!rec->resent && rec->sent_ns > t->newest_sent[rec->path]) {
 		t->newest_sent[rec->path] = rec->sent_ns;
+	}
+	if (rec->eager) {
+		c->eager_used &= ~(1ull << (rec->eager - 1));
+		rec->eager = 0;
 	}
 	if (rec->sreq) { /* DATA or MSGERR */
 		struct harp_req *s = rec->sreq;
@@ -673,7 +721,7 @@ static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 		r->recv.done_mask |= 1u << i;
 		c->stats.msgs_received++;
 		if (r->recv.done_mask == (1u << r->recv.nbufs) - 1) {
-			recv_release(c, r);
+			recv_release(c, r, h->flags & HARP_DATA_F_DONE);
 		}
 	}
 	return 0;
@@ -694,7 +742,7 @@ static int deliver_msgerr(struct harp_conn *c, const struct harp_hdr *h)
 	r->recv.err = -EMSGSIZE;
 	r->recv.done_mask |= 1u << i;
 	if (r->recv.done_mask == (1u << r->recv.nbufs) - 1) {
-		recv_release(c, r);
+		recv_release(c, r, false);
 	}
 	return 0;
 }
@@ -775,6 +823,9 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		return;
 	}
 	on_ack(c, h->ack_psn, NULL, 0, h->ts_echo, now);
+	if (c->lingering) {
+		return; /* its receives are gone: nothing is delivered, nothing acked */
+	}
 	c->stats.rx_packets++;
 	if (!c->ack_due) {
 		c->ack_due = true;
@@ -971,7 +1022,13 @@ static void header_of(struct harp_conn *c, const struct tx_rec *rec, uint32_t ps
 	h->msg_len = rec->msg_len;
 	h->offset = rec->offset;
 	h->len = rec->len;
-	tx->payload = rec->type == HARP_PKT_DATA ? rec->sreq->send.buf + rec->offset : NULL;
+	tx->payload = NULL;
+	if (rec->eager) {
+		h->flags = HARP_DATA_F_DONE;
+		tx->payload = c->eager_copies + (size_t)(rec->eager - 1) * CONN_EAGER_BYTES;
+	} else if (rec->type == HARP_PKT_DATA) {
+		tx->payload = rec->sreq->send.buf + rec->offset;
+	}
 }
 
 /* Binds the first unmatched send to a buffer of the peer's oldest open receive, by tag. */
@@ -1001,6 +1058,30 @@ static bool match_send(struct harp_conn *c, struct harp_req *s)
 		c->cts_head_rsn++;
 	}
 	return true;
+}
+
+/*
+ * A send whose one packet is rec, small enough for a slot: its payload is copied there and the
+ * send completes now, as a kernel socket's would once its bytes are in the socket buffer. The
+ * caller can then reuse its buffer, and no ack need hurry back (HARP_DATA_F_DONE): in a 8 B
+ * ping-pong each side's ack had been a packet on the critical path.
+ */
+static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
+{
+	_Static_assert(CONN_EAGER_SLOTS == 64, "one bit per slot in eager_used");
+	int slot;
+
+	if (s->send.len > CONN_EAGER_BYTES || !~c->eager_used) {
+		return; /* too big, or every slot waits for an ack: completes on the ack */
+	}
+	slot = __builtin_ctzll(~c->eager_used);
+	c->eager_used |= 1ull << slot;
+	if (s->send.len) {
+		memcpy(c->eager_copies + (size_t)slot * CONN_EAGER_BYTES, s->send.buf, s->send.len);
+	}
+	rec->eager = (uint8_t)(slot + 1);
+	rec->sreq = NULL;
+	send_release(c, s, 0);
 }
 
 /* Fills rec with the next new reliable packet, if there is one. */
@@ -1062,6 +1143,9 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 		c->ssn_cur++;
 	}
 	c->stats.tx_bytes += rec->len;
+	if (s->send.pkts == 1 && s->send.all_queued) {
+		send_eager(c, rec, s);
+	}
 	return true;
 }
 

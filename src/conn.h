@@ -21,6 +21,10 @@
 #define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
 #define CONN_MAX_PATHS 32	/* HARP_PATHS at most */
 #define CONN_PROBE_CANDS 64	/* port pairs tried per probe round */
+/* Sends of at most CONN_EAGER_BYTES complete when their one packet first goes out: the payload
+ * is copied into one of CONN_EAGER_SLOTS slots kept until the packet is acked. */
+#define CONN_EAGER_SLOTS 64
+#define CONN_EAGER_BYTES 256
 
 enum req_state {
 	REQ_FREE = 0,
@@ -79,13 +83,14 @@ struct tx_rec {
 	bool rtx_queued; /* on the retransmission queue */
 	uint8_t path;	 /* the path it last went out on */
 	bool resent;	 /* sent more than once: no RTT sample from it (Karn) */
+	uint8_t eager;	 /* DATA of a send already completed: 1 + the slot of its payload */
 	uint16_t len;
 	uint32_t rsn;
 	uint32_t tag;
 	uint64_t offset;
 	uint64_t msg_len;
 	uint64_t sent_ns;
-	struct harp_req *sreq; /* DATA, MSGERR: its send */
+	struct harp_req *sreq; /* DATA, MSGERR: its send (NULL once completed: eager) */
 };
 
 /* A receive of the peer's, as its CTS packets describe it. */
@@ -230,6 +235,10 @@ struct harp_conn {
 	uint32_t sacked_pending; /* bits set in rcv_bits */
 	uint64_t ack_due_ns; /* when ack_due was set */
 	bool peer_closed; /* the peer said close on the control channel */
+	/* completed small sends not yet acked: their payloads, and which slots hold one */
+	uint8_t *eager_copies; /* CONN_EAGER_SLOTS x CONN_EAGER_BYTES */
+	uint64_t eager_used;   /* bit per slot */
+	bool lingering;	       /* closed by its user; only its eager sends' acks still count */
 
 	struct harp_conn_stats stats;
 };
@@ -249,6 +258,14 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */
 void conn_fail(struct harp_conn *c, int err);
+/*
+ * Its user closed c (whose buffers may now be freed) while sends it was told are complete are
+ * not yet acked: fails the requests still pending, and keeps only those sends going, from their
+ * copies, until they are acked (conn_linger_done) or the connection fails. False when nothing
+ * needs that: close at once.
+ */
+bool conn_linger(struct harp_conn *c, int err);
+bool conn_linger_done(const struct harp_conn *c);
 /* The peer's final cumulative ack, from its close message on the control channel. */
 void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now);
 

@@ -534,7 +534,7 @@ static void read_control(struct harp_engine *e, uint64_t now)
 static void timers_and_control(struct harp_engine *e, uint64_t now)
 {
 	uint64_t peer_timeout = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull;
-	struct harp_conn *c;
+	struct harp_conn *c, *next;
 
 	acks_due(e, now);
 	read_control(e, now);
@@ -545,7 +545,12 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	}
 	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
-	for (c = e->conns; c; c = c->links.next_active) {
+	for (c = e->conns; c; c = next) {
+		next = c->links.next_active;
+		if (c->lingering && conn_linger_done(c)) {
+			reap(e, c); /* closed by its user, and its last sends acked (or failed) */
+			continue;
+		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
 			if (conn_tx_pending(c)) {
@@ -743,7 +748,11 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 	engine_hold(e);
 	adopt(e, now_ns()); /* it may not have been adopted yet */
 	take_requests(e, now_ns()); /* and it may be on the list of those with new requests */
-	reap(e, c);
+	/* Sends it said were complete may still be on their way: they go on from their copies
+	 * until acked (the timers reap it then), as a closed TCP socket still delivers its data. */
+	if (!conn_linger(c, -ECONNABORTED)) {
+		reap(e, c);
+	}
 	atomic_store_explicit(&e->busy, false, memory_order_release);
 }
 

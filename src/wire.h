@@ -22,6 +22,8 @@
 #define HARP_SACK_MAX_BYTES 512
 #define HARP_SACK_MAX_BITS (HARP_SACK_MAX_BYTES * 8)
 #define HARP_ACK_F_PING 0x0001 /* ACK flags: the peer must answer with an ACK at once */
+/* DATA flags: the sender's send already completed (it keeps a copy): its ack need not hurry */
+#define HARP_DATA_F_DONE 0x0001
 /* Bytes of headers in front of a data payload. */
 #define HARP_FRAME_OVERHEAD (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 
@@ -51,7 +53,7 @@ struct harp_hdr {
 	uint64_t msg_len; /* DATA: message length; CTS: buffer capacity; MSGERR: rejected length */
 	uint64_t offset;  /* DATA: this payload's byte offset in the message */
 	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */
-	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; otherwise zero */
+	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; DATA: HARP_DATA_F_DONE; otherwise zero */
 	uint32_t reserved;
 } __attribute__((packed));
 _Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");

@@ -772,6 +772,112 @@ static void more_paths(struct pair *p, int n)
 }
 
 /*
+ * A send of at most CONN_EAGER_BYTES completes when its packet first goes out, from a copy: the
+ * caller may overwrite its buffer at once, a loss is repaired with the original bytes, and the
+ * receiver's ack need not hurry. A larger one completes on the ack.
+ */
+static void test_eager_send(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[CONN_EAGER_BYTES], dst[CONN_EAGER_BYTES], big[CONN_EAGER_BYTES + 1];
+	uint8_t big_dst[sizeof(big)], orig[sizeof(src)];
+	struct harp_req *r, *s;
+	struct pkt lost;
+
+	fill_pattern(src, sizeof(src), 11);
+	memcpy(orig, src, sizeof(src));
+	r = announce_recv(p, dst, sizeof(dst), 3);
+	s = post_send(&p->a, src, sizeof(src), 3);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 1);
+	assert_int_equal(req_state(s), REQ_DONE); /* no ack yet */
+	assert_int_equal(p->ab.p[0].h.flags, HARP_DATA_F_DONE);
+	assert_true(p->a.eager_used != 0);
+	memset(src, 0xee, sizeof(src)); /* the caller reuses its buffer */
+	lost = p->ab.p[0];
+	p->ab.n = 0;
+	/* lost: the timer sends it again, from the copy */
+	p->now += 2000000000ull;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 1);
+	assert_int_equal(p->ab.p[0].h.psn, lost.h.psn);
+	assert_memory_equal(p->ab.p[0].body, orig, sizeof(orig));
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(dst, orig, sizeof(orig));
+	/* the receiver's last receive is done, but the sender is not waiting: no ack at once */
+	assert_false(conn_ack_wanted(&p->b, p->now));
+	assert_true(conn_ack_wanted(&p->b, p->now + CONN_ACK_DELAY_NS));
+	run_clean(p);
+	assert_int_equal(p->a.eager_used, 0); /* the slot is free once acked */
+	free(r);
+	free(s);
+
+	/* one byte more: the send waits for the ack, and the ack goes at once */
+	fill_pattern(big, sizeof(big), 12);
+	r = announce_recv(p, big_dst, sizeof(big_dst), 4);
+	s = post_send(&p->a, big, sizeof(big), 4);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(p->ab.p[0].h.flags, 0);
+	assert_int_equal(req_state(s), REQ_PENDING);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_true(conn_ack_wanted(&p->b, p->now));
+	run_clean(p);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(big_dst, big, sizeof(big));
+	free(r);
+	free(s);
+}
+
+/*
+ * Closed with an eager send still unacked: pending requests fail at once, the send goes on from
+ * its copy, and the connection may go once it is acked.
+ */
+static void test_linger(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[64], orig[64], dst[64], mine[64];
+	uint64_t cap = sizeof(mine);
+	uint32_t tag = 6;
+	uint8_t *bufs[1] = { mine };
+	struct harp_req *r, *s, *pending;
+
+	assert_false(conn_linger(&p->a, -ECONNABORTED)); /* nothing unacked: close at once */
+	pending = post_recv(&p->a, 1, bufs, &cap, &tag); /* a's own receive, never matched */
+	emit(&p->a, &p->ab, p->now, false);		  /* its CTS */
+	deliver_all(&p->b, &p->ab, p->now);
+	emit(&p->b, &p->ba, p->now, true);
+	deliver_all(&p->a, &p->ba, p->now); /* and b's ack of it */
+	fill_pattern(src, sizeof(src), 13);
+	memcpy(orig, src, sizeof(src));
+	r = announce_recv(p, dst, sizeof(dst), 5);
+	s = post_send(&p->a, src, sizeof(src), 5);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(req_state(s), REQ_DONE);
+	p->ab.n = 0; /* the DATA is lost */
+
+	assert_true(conn_linger(&p->a, -ECONNABORTED));
+	assert_int_equal(req_state(pending), REQ_FAILED);
+	assert_int_equal(pending->err, -ECONNABORTED);
+	assert_false(conn_linger_done(&p->a));
+	memset(src, 0, sizeof(src)); /* the caller frees its buffers once close returns */
+	p->now += 2000000000ull;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 1);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(dst, orig, sizeof(orig));
+	emit(&p->b, &p->ba, p->now, true);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_true(conn_linger_done(&p->a));
+	free(r);
+	free(s);
+	free(pending);
+}
+
+/*
  * The ack that completes a message goes once; one that reports a hole goes on two paths, so a
  * lost copy cannot stall the loss's repair.
  */
@@ -963,6 +1069,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
