@@ -831,6 +831,52 @@ static void test_eager_send(void **state)
 }
 
 /*
+ * The copies are the eager path's credit: with all CONN_EAGER_SLOTS sends unacked, the next
+ * small send completes on its ack, as a large one does, and an ack gives the slots back.
+ */
+static void test_eager_credit(void **state)
+{
+	enum { N = CONN_EAGER_SLOTS + 1 };
+	struct pair *p = *state;
+	static uint8_t src[N][8], dst[N][8];
+	struct harp_req *r[N], *s[N];
+	int i;
+
+	p->a.paths[0].cc.cwnd = p->b.paths[0].cc.cwnd = 2 * N; /* room for all at once */
+	for (i = 0; i < N; i++) {
+		uint8_t *buf = dst[i];
+		uint64_t cap = sizeof(dst[i]);
+		uint32_t tag = 7;
+
+		r[i] = post_recv(&p->b, 1, &buf, &cap, &tag);
+	}
+	emit(&p->b, &p->ba, p->now, false);
+	deliver_all(&p->a, &p->ba, p->now);
+	for (i = 0; i < N; i++) {
+		fill_pattern(src[i], sizeof(src[i]), (uint32_t)i);
+		s[i] = post_send(&p->a, src[i], sizeof(src[i]), 7);
+	}
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), N);
+	for (i = 0; i < CONN_EAGER_SLOTS; i++) {
+		assert_int_equal(req_state(s[i]), REQ_DONE);
+	}
+	assert_int_equal(req_state(s[N - 1]), REQ_PENDING); /* no copy left for it */
+	assert_int_equal(p->ab.p[N - 1].h.flags, 0);
+	assert_true(p->a.eager_used == ~0ull);
+	deliver_all(&p->b, &p->ab, p->now);
+	run_clean(p);
+	assert_int_equal(req_state(s[N - 1]), REQ_DONE);
+	assert_int_equal(p->a.eager_used, 0);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(req_state(r[i]), REQ_DONE);
+		assert_memory_equal(dst[i], src[i], sizeof(src[i]));
+		free(r[i]);
+		free(s[i]);
+	}
+}
+
+/*
  * Closed with an eager send still unacked: pending requests fail at once, the send goes on from
  * its copy, and the connection may go once it is acked.
  */
@@ -1070,6 +1116,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
