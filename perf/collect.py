@@ -44,6 +44,7 @@ COLUMNS = [
     "size", "window", "conns", "messages", "bytes", "seconds", "gbps", "msgs_per_s",
     "cpu_s", "rss_kb", "verified", "verified_bytes",
     "iters", "p50_us", "p99_us", "p999_us", "mean_us", "min_us", "max_us", "cdf_us",
+    "tx_packets_per_rt",
     "nranks", "rank", "count", "time_us", "algbw_GBps", "busbw_GBps",
     "frame_bytes", "frames", "pps", "lost",
 ]
@@ -52,7 +53,7 @@ INT_KEYS = {"plugin_version", "mtu", "queues", "size", "window", "conns", "messa
             "rss_kb", "verified_bytes", "iters", "nranks", "rank", "count", "frame_bytes",
             "frames", "lost"}
 NUM_KEYS = {"seconds", "gbps", "msgs_per_s", "cpu_s", "p50_us", "p99_us", "p999_us", "mean_us",
-            "min_us", "max_us", "time_us", "algbw_GBps", "busbw_GBps", "pps"}
+            "min_us", "max_us", "time_us", "algbw_GBps", "busbw_GBps", "pps", "tx_packets_per_rt"}
 STR_KEYS = {"schema", "tool", "test", "role", "transport", "label", "plugin", "plugin_name",
             "ifname", "driver", "kernel", "host", "xdp_mode", "bind_mode"}
 

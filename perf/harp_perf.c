@@ -604,6 +604,7 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 {
 	int total = P.o.warmup + P.o.iters, k, got;
 	double t0, cpu0 = 0, t_start = 0;
+	long long pkts0 = -1, pkts1;
 	uint64_t bad = 0;
 	void *sreq, *rreq;
 	struct report r;
@@ -612,6 +613,7 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 		if (k == P.o.warmup) {
 			cpu0 = cpu_seconds();
 			t_start = rdv_now();
+			pkts0 = netns_tx_packets();
 		}
 		if (!P.o.server) {
 			stamp(tx, size, 0, (uint64_t)k);
@@ -649,6 +651,11 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 	report_num(&r, "seconds", rdv_now() - t_start);
 	report_num(&r, "cpu_s", cpu_seconds() - cpu0);
 	report_int(&r, "rss_kb", rss_peak_kb());
+	pkts1 = netns_tx_packets();
+	if (pkts0 >= 0 && pkts1 >= pkts0 && P.o.iters) {
+		/* what this end sent per timed round trip: with harp, its protocol's packets */
+		report_num(&r, "tx_packets_per_rt", (double)(pkts1 - pkts0) / P.o.iters);
+	}
 	report_bool(&r, "verified", bad == 0);
 	report_int(&r, "verified_bytes", (int64_t)(size * (size_t)(total - (int)bad)));
 	if (!P.o.server) {

@@ -284,3 +284,34 @@ long rss_now_kb(void)
 	fclose(f);
 	return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
+
+long long netns_tx_packets(void)
+{
+	char line[512];
+	long long total = 0, v[10];
+	FILE *f = fopen("/proc/net/dev", "r");
+
+	if (!f) {
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':'), *name = line;
+
+		if (!colon) {
+			continue; /* the two header lines */
+		}
+		*colon = '\0';
+		while (*name == ' ') {
+			name++;
+		}
+		/* receive: bytes packets errs drop fifo frame compressed multicast; transmit: bytes
+		 * packets ... */
+		if (strcmp(name, "lo") &&
+		    sscanf(colon + 1, "%lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1],
+			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) == 10) {
+			total += v[9];
+		}
+	}
+	fclose(f);
+	return total;
+}

@@ -46,5 +46,11 @@ double cpu_seconds(void);
 long rss_peak_kb(void);
 /* Resident set size now, KiB (from /proc/self/statm). */
 long rss_now_kb(void);
+/*
+ * Packets sent so far by every interface of this network namespace but loopback
+ * (/proc/net/dev), or -1: with one test alone in its namespace, what the test sent, counted as
+ * the driver counts them (a TCP super-packet is one).
+ */
+long long netns_tx_packets(void);
 
 #endif
