@@ -432,12 +432,23 @@ bool conn_linger(struct harp_conn *c, int err)
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY || !c->eager_used) {
 		return false;
 	}
-	/* Only eager DATA may be in flight: anything else reads or answers the caller's buffers. */
+	if (c->lingering) {
+		return true;
+	}
+	/* What else is in flight reads or answers the caller's buffers: never sent again, and its
+	 * request is not touched when an ack for it comes. */
 	for (psn = c->snd_una; psn != c->snd_nxt; psn++) {
-		const struct tx_rec *rec = rec_of(c, psn);
+		struct tx_rec *rec = rec_of(c, psn);
 
-		if (!rec->acked && !rec->eager) {
-			return false;
+		if (rec->acked || rec->eager) {
+			continue;
+		}
+		rec->dead = true;
+		rec->sreq = NULL;
+		if (rec->in_pipe) {
+			rec->in_pipe = false;
+			c->inflight--;
+			c->paths[rec->path].inflight--;
 		}
 	}
 	for (i = 0; i < CONN_REQS; i++) {
@@ -456,6 +467,7 @@ bool conn_linger(struct harp_conn *c, int err)
 	c->recvs_open = 0;
 	c->cts_out_head = c->cts_out_tail = NULL;
 	c->lingering = true;
+	c->linger_err = err;
 	return true;
 }
 
@@ -1176,7 +1188,7 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	while (c->rtx_head != c->rtx_tail) {
 		psn = c->rtxq[c->rtx_head & (CONN_TXQ - 1)];
 		rec = rec_of(c, psn);
-		if (rec->acked || psn_before(psn, c->snd_una)) {
+		if (rec->acked || rec->dead || psn_before(psn, c->snd_una)) {
 			rec->rtx_queued = false;
 			c->rtx_head++;
 			continue;

@@ -84,6 +84,7 @@ struct tx_rec {
 	uint8_t path;	 /* the path it last went out on */
 	bool resent;	 /* sent more than once: no RTT sample from it (Karn) */
 	uint8_t eager;	 /* DATA of a send already completed: 1 + the slot of its payload */
+	bool dead;	 /* its request failed while lingering: never sent again */
 	uint16_t len;
 	uint32_t rsn;
 	uint32_t tag;
@@ -238,7 +239,9 @@ struct harp_conn {
 	/* completed small sends not yet acked: their payloads, and which slots hold one */
 	uint8_t *eager_copies; /* CONN_EAGER_SLOTS x CONN_EAGER_BYTES */
 	uint64_t eager_used;   /* bit per slot */
-	bool lingering;	       /* closed by its user; only its eager sends' acks still count */
+	bool lingering;	       /* its requests failed; only its eager sends still go, till acked */
+	bool linger_reap;      /* closed by its user: freed once they are acked */
+	int linger_err;	       /* the error it fails with once they are (not closed) */
 
 	struct harp_conn_stats stats;
 };
@@ -259,10 +262,10 @@ bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */
 void conn_fail(struct harp_conn *c, int err);
 /*
- * Its user closed c (whose buffers may now be freed) while sends it was told are complete are
- * not yet acked: fails the requests still pending, and keeps only those sends going, from their
- * copies, until they are acked (conn_linger_done) or the connection fails. False when nothing
- * needs that: close at once.
+ * Its user closed c, or deregistered memory its requests use (its buffers may now be freed),
+ * while sends it was told are complete are not yet acked: fails every pending request with err,
+ * gives up what else is in flight, and keeps only those sends going, from their copies, until
+ * they are acked (conn_linger_done) or the connection fails. False when no such send waits.
  */
 bool conn_linger(struct harp_conn *c, int err);
 bool conn_linger_done(const struct harp_conn *c);

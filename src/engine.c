@@ -405,9 +405,10 @@ static bool take_from(struct harp_engine *e, struct harp_conn *c)
 
 	tx_list_add(e, c);
 	while ((r = spsc_peek(c->submit))) {
-		if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY ||
+		    c->lingering) {
 			spsc_pop(c->submit);
-			req_finish(r, atomic_load(&c->fail_err));
+			req_finish(r, c->lingering ? c->linger_err : atomic_load(&c->fail_err));
 			continue;
 		}
 		if (!conn_take_request(c, r)) {
@@ -548,8 +549,15 @@ static void timers_and_control(struct harp_engine *e, uint64_t now)
 	for (c = e->conns; c; c = next) {
 		next = c->links.next_active;
 		if (c->lingering && conn_linger_done(c)) {
-			reap(e, c); /* closed by its user, and its last sends acked (or failed) */
-			continue;
+			if (c->linger_reap) {
+				reap(e, c); /* closed by its user, and its last sends acked (or failed) */
+				continue;
+			}
+			c->lingering = false; /* aborted by its user: now it fails, and says so */
+			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+				chan_send_close(c);
+			}
+			conn_fail(c, c->linger_err);
 		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
@@ -750,7 +758,9 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 	take_requests(e, now_ns()); /* and it may be on the list of those with new requests */
 	/* Sends it said were complete may still be on their way: they go on from their copies
 	 * until acked (the timers reap it then), as a closed TCP socket still delivers its data. */
-	if (!conn_linger(c, -ECONNABORTED)) {
+	if (conn_linger(c, -ECONNABORTED)) {
+		c->linger_reap = true;
+	} else {
 		reap(e, c);
 	}
 	atomic_store_explicit(&e->busy, false, memory_order_release);
@@ -758,9 +768,10 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 
 /*
  * Deregistering memory with requests still pending on it is how an aborting caller says "stop":
- * those connections fail (-ECANCELED) before the memory can be freed. The peer is told at once,
- * with our final cumulative ack: its sends we received in full complete there, although our ack
- * packets for them may still be on their way or lost.
+ * those connections fail (-ECANCELED) before the memory can be freed. The peer is told with our
+ * final cumulative ack (its sends we received in full complete there, although our ack packets
+ * for them may still be on their way or lost): at once, or, where small sends we said were
+ * complete are still unacked, once they are (conn_linger).
  */
 void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 {
@@ -775,8 +786,10 @@ void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 			pr_warn("conn %u: memory %p+%zu deregistered with requests pending on it; "
 				"failing the connection",
 				c->id, addr, len);
-			chan_send_close(c);
-			conn_fail(c, -ECANCELED);
+			if (!conn_linger(c, -ECANCELED)) {
+				chan_send_close(c);
+				conn_fail(c, -ECANCELED);
+			} /* else its completed small sends go on first (the timers fail it after) */
 		}
 	}
 	atomic_store_explicit(&e->busy, false, memory_order_release);

@@ -924,6 +924,55 @@ static void test_linger(void **state)
 }
 
 /*
+ * Aborted with a large send in flight behind a small one: the large one's packets are given up
+ * (never sent again, its request failed and never touched again), the small one still arrives.
+ */
+static void test_linger_gives_up_the_rest(void **state)
+{
+	struct pair *p = *state;
+	static uint8_t small[32], big[4 * PAYLOAD], dst_small[32], dst_big[4 * PAYLOAD];
+	struct harp_req *rs, *rb, *ss, *sb;
+	int i, data;
+
+	fill_pattern(small, sizeof(small), 21);
+	fill_pattern(big, sizeof(big), 22);
+	rs = announce_recv(p, dst_small, sizeof(dst_small), 1);
+	rb = announce_recv(p, dst_big, sizeof(dst_big), 1);
+	ss = post_send(&p->a, small, sizeof(small), 1);
+	sb = post_send(&p->a, big, sizeof(big), 1);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 5);
+	assert_int_equal(req_state(ss), REQ_DONE);
+	assert_int_equal(req_state(sb), REQ_PENDING);
+	p->ab.n = 0; /* all lost */
+
+	assert_true(conn_linger(&p->a, -ECANCELED));
+	assert_int_equal(req_state(sb), REQ_FAILED);
+	assert_int_equal(sb->err, -ECANCELED);
+	p->now += 2000000000ull;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	for (i = 0, data = 0; i < p->ab.n; i++) {
+		if (p->ab.p[i].h.type == HARP_PKT_DATA) {
+			assert_int_equal(p->ab.p[i].h.msg_len, sizeof(small)); /* only the small one */
+			data++;
+		}
+	}
+	assert_int_equal(data, 1);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(req_state(rs), REQ_DONE);
+	assert_memory_equal(dst_small, small, sizeof(small));
+	emit(&p->b, &p->ba, p->now, true);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_true(conn_linger_done(&p->a));
+	assert_int_equal(req_state(rb), REQ_PENDING); /* the peer's close fails it, not data */
+	free(rs);
+	free(rb);
+	free(ss);
+	free(sb);
+}
+
+/*
  * The ack that completes a message goes once; one that reports a hole goes on two paths, so a
  * lost copy cannot stall the loss's repair.
  */
@@ -1118,6 +1167,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_linger_gives_up_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
