@@ -425,9 +425,31 @@ bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len)
 	return false;
 }
 
+/* Fails every request the connection holds with err; nothing more is asked of it. */
+static void fail_requests(struct harp_conn *c, int err)
+{
+	uint32_t i;
+
+	for (i = 0; i < CONN_REQS; i++) {
+		if (c->send_slots[i]) {
+			req_finish(c->send_slots[i], err);
+			c->send_slots[i] = NULL;
+		}
+	}
+	for (i = 0; i < CONN_RECV_SLOTS; i++) {
+		if (c->recv_slots[i]) {
+			req_finish(c->recv_slots[i], err);
+			c->recv_slots[i] = NULL;
+		}
+	}
+	c->recvs_open = 0;
+	c->cts_out_head = c->cts_out_tail = NULL;
+	c->ssn_tail = c->ssn_cur = c->ssn_next;
+}
+
 bool conn_linger(struct harp_conn *c, int err)
 {
-	uint32_t psn, i;
+	uint32_t psn;
 
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY || !c->eager_used) {
 		return false;
@@ -451,21 +473,7 @@ bool conn_linger(struct harp_conn *c, int err)
 			c->paths[rec->path].inflight--;
 		}
 	}
-	for (i = 0; i < CONN_REQS; i++) {
-		if (c->send_slots[i]) {
-			req_finish(c->send_slots[i], err);
-			c->send_slots[i] = NULL;
-		}
-	}
-	for (i = 0; i < CONN_RECV_SLOTS; i++) {
-		if (c->recv_slots[i]) {
-			req_finish(c->recv_slots[i], err);
-			c->recv_slots[i] = NULL;
-		}
-	}
-	c->ssn_tail = c->ssn_cur = c->ssn_next;
-	c->recvs_open = 0;
-	c->cts_out_head = c->cts_out_tail = NULL;
+	fail_requests(c, err);
 	c->lingering = true;
 	c->linger_err = err;
 	return true;
@@ -478,29 +486,13 @@ bool conn_linger_done(const struct harp_conn *c)
 
 void conn_fail(struct harp_conn *c, int err)
 {
-	uint32_t i;
-
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_FAILED) {
 		return;
 	}
 	atomic_store_explicit(&c->fail_err, err, memory_order_relaxed);
 	/* release: fail_err is visible before the state says FAILED */
 	atomic_store_explicit(&c->state, CONN_FAILED, memory_order_release);
-	for (i = 0; i < CONN_REQS; i++) {
-		if (c->send_slots[i]) {
-			req_finish(c->send_slots[i], err);
-			c->send_slots[i] = NULL;
-		}
-	}
-	for (i = 0; i < CONN_RECV_SLOTS; i++) {
-		if (c->recv_slots[i]) {
-			req_finish(c->recv_slots[i], err);
-			c->recv_slots[i] = NULL;
-		}
-	}
-	c->recvs_open = 0;
-	c->cts_out_head = c->cts_out_tail = NULL;
-	c->ssn_tail = c->ssn_cur = c->ssn_next;
+	fail_requests(c, err);
 	c->rtx_head = c->rtx_tail;
 }
 
