@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <sys/random.h>
 #include <xdp/libxdp.h>
@@ -295,6 +296,36 @@ err_free:
 	return NULL;
 }
 
+/*
+ * A send said to be complete arrives even when its connection is closed and the process exits
+ * right after, as a closed TCP socket's data does. Small sends complete once copied (conn.c), so
+ * the connections still carrying unacked ones run until their peers ack them or their peer
+ * timeout fails them; a second more bounds it should neither happen.
+ */
+static void ctx_drain(struct harp_ctx *ctx)
+{
+	uint64_t deadline = now_ns() + ((uint64_t)ctx->params.peer_timeout_ms + 1000) * 1000000ull;
+	struct timespec nap = { .tv_nsec = 200000 };
+	int q, left;
+
+	for (;;) {
+		left = 0;
+		for (q = 0; q < ctx->nengines; q++) {
+			left += engine_lingering(&ctx->engines[q]);
+		}
+		if (!left || now_ns() > deadline) {
+			break;
+		}
+		harp_ctx__progress(ctx);
+		nanosleep(&nap, NULL);
+	}
+	if (left) {
+		pr_warn("%d closed connections still had small sends unacknowledged %d ms after "
+			"closing; their data is lost",
+			left, ctx->params.peer_timeout_ms + 1000);
+	}
+}
+
 void harp_ctx__destroy(struct harp_ctx *ctx)
 {
 	int q;
@@ -302,6 +333,7 @@ void harp_ctx__destroy(struct harp_ctx *ctx)
 	if (!ctx) {
 		return;
 	}
+	ctx_drain(ctx); /* the keeper helps meanwhile */
 	engine_keeper_stop(&ctx->keeper); /* before the engines go: it may be running one */
 	for (q = 0; q < ctx->nengines; q++) {
 		engine_fini(&ctx->engines[q]);

@@ -766,6 +766,21 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 	atomic_store_explicit(&e->busy, false, memory_order_release);
 }
 
+/* Closed or aborted connections whose completed small sends are not yet acked. */
+int engine_lingering(struct harp_engine *e)
+{
+	struct harp_conn *c;
+	int n = 0;
+
+	engine_hold(e);
+	adopt(e, now_ns());
+	for (c = e->conns; c; c = c->links.next_active) {
+		n += c->lingering;
+	}
+	atomic_store_explicit(&e->busy, false, memory_order_release);
+	return n;
+}
+
 /*
  * Deregistering memory with requests still pending on it is how an aborting caller says "stop":
  * those connections fail (-ECANCELED) before the memory can be freed. The peer is told with our

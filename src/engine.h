@@ -73,6 +73,8 @@ void engine_fini(struct harp_engine *e);
 int engine_progress(struct harp_engine *e);
 /* Fails every connection with a request in [addr, addr+len): no pass touches it afterwards. */
 void engine_forget_region(struct harp_engine *e, const void *addr, size_t len);
+/* Connections closed or aborted whose completed small sends still go until acked. */
+int engine_lingering(struct harp_engine *e);
 /* Closes c on its engine at once: no pass touches its buffers after this returns. */
 void engine_close_conn(struct harp_engine *e, struct harp_conn *c);
 /* Hands an established connection to its engine (any thread). */

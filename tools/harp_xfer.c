@@ -156,10 +156,18 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		default: usage(); return -1;
 		}
 	}
-	if (!o->ifname || !o->handle_file || o->conns < 1 || o->conns > MAX_CONNS ||
-	    o->count < 1 || o->window < 1 || o->window > WINDOW_MAX || o->queues < 0 ||
-	    o->timeout_s < 1 || o->recv_short < 0) {
+	if (!o->ifname || !o->handle_file) {
+		fprintf(stderr, "harp-xfer: --ifname and --handle-file are required\n");
 		usage();
+		return -1;
+	}
+	if (o->conns < 1 || o->conns > MAX_CONNS || o->count < 1 || o->window < 1 ||
+	    o->window > WINDOW_MAX || o->queues < 0 || o->timeout_s < 1 || o->recv_short < 0) {
+		fprintf(stderr,
+			"harp-xfer: out of range: --conns %d (1-%d), --count %d (1 or more), "
+			"--window %d (1-%d), --queues %d, --timeout %d (1 s or more), --recv-short %d\n",
+			o->conns, MAX_CONNS, o->count, o->window, WINDOW_MAX, o->queues, o->timeout_s,
+			o->recv_short);
 		return -1;
 	}
 	if (o->total) {

@@ -76,6 +76,8 @@ struct harp_ctx_opts {
 #define HARP_CTX_OPTS_SZ_V1 (offsetof(struct harp_ctx_opts, mtu) + sizeof(int))
 
 HARP_API struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts);
+/* Closes what is still open and detaches; first waits (at most HARP_PEER_TIMEOUT_MS and a
+ * second) until closed connections' small sends, complete but not yet acked, are acked. */
 HARP_API void harp_ctx__destroy(struct harp_ctx *ctx);
 /* Runs every engine once: receive, transmit, timers. Returns packets handled or -errno. */
 HARP_API int harp_ctx__progress(struct harp_ctx *ctx);
