@@ -151,7 +151,9 @@ HARP_API void harp_mr__dereg(struct harp_mr *mr);
 
 /*
  * Posts a send of len bytes at buf with tag. buf must stay untouched until the request is done.
- * mr may be NULL. Returns 0 and *req, -EAGAIN when no request slot is free yet.
+ * mr may be NULL. Returns 0 and *req, -EAGAIN when no request slot is free yet. Posting sends
+ * nothing: the next harp_req__test() (or harp_ctx__progress()) sends what was posted since the
+ * last one, together (the keeper thread does after HARP_IDLE_PROGRESS_US if no call comes).
  */
 HARP_API int harp_conn__isend(struct harp_conn *conn, const void *buf, size_t len, uint32_t tag,
 			      struct harp_mr *mr, struct harp_req **req);
@@ -160,7 +162,8 @@ HARP_API int harp_conn__isend(struct harp_conn *conn, const void *buf, size_t le
 /*
  * Posts one receive of n buffers (1..HARP_RECV_MAX_BUFS), each with a capacity and a tag. Each
  * send matches, by tag, a buffer of the oldest receive that still has one free with that tag.
- * A send larger than its buffer fails on both sides with -EMSGSIZE.
+ * A send larger than its buffer fails on both sides with -EMSGSIZE. Like isend, it sends
+ * nothing itself (the peer learns of it at the next harp_req__test()).
  */
 HARP_API int harp_conn__irecv(struct harp_conn *conn, int n, void **bufs, const size_t *sizes,
 			      const uint32_t *tags, struct harp_mr **mrs, struct harp_req **req);
