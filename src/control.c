@@ -521,9 +521,16 @@ bool ctrl_setup_reply_pending(const struct harp_conn *c)
 
 void ctrl_conn_destroy(struct harp_conn *c)
 {
+	char unread[256];
+
 	free(c->setup);
 	c->setup = NULL;
 	if (c->ctrl_fd >= 0) {
+		/* Closing a TCP socket with bytes unread (a path report, the peer's close) sends a
+		 * reset, not an end of file, and the peer could take that for a crash before it reads
+		 * our close message: read them first. */
+		while (recv(c->ctrl_fd, unread, sizeof(unread), MSG_DONTWAIT) > 0) {
+		}
 		close(c->ctrl_fd);
 		c->ctrl_fd = -1;
 	}

@@ -164,6 +164,7 @@ run_case() {
 		# A refusal is an answer, not a protocol error that takes the connection down.
 		if grep -q '^harp: ERROR:' "$tmp/$name.$side.err"; then
 			report "$name: $side logged a harp error"
+			grep '^harp: ERROR:' "$tmp/$name.$side.err" | head -n 5 | sed 's/^/    | /'
 		fi
 	done
 	if ((server_rc || client_rc)); then
