@@ -26,7 +26,7 @@
 
 #define HANDLE_MAGIC 0x48415250u /* "HARP" */
 #define HANDLE_VERSION 1
-#define HELLO_VERSION 2 /* 2: data paths found by probing (wire version 2) */
+#define HELLO_VERSION 3 /* 2: paths found by probing; 3: a frame may carry several records */
 
 /* What a harp_handle holds; the rest of its 128 bytes are zero. */
 struct handle_wire {
@@ -281,10 +281,16 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 {
 	struct ctrl_setup *s = c->setup;
 
-	if (ntohl(h->magic) != CHAN_MAGIC || ntohs(h->version) != HELLO_VERSION) {
+	if (ntohl(h->magic) != CHAN_MAGIC) {
 		pr_err("setup with %s: the peer does not speak harp's control protocol (magic "
-		       "0x%08x version %u)",
-		       s->peer_name, ntohl(h->magic), ntohs(h->version));
+		       "0x%08x)",
+		       s->peer_name, ntohl(h->magic));
+		return -EPROTO;
+	}
+	if (ntohs(h->version) != HELLO_VERSION) {
+		pr_err("setup with %s: the peer runs another version of harp (control protocol %u, "
+		       "this side %u): run one harp release on every node",
+		       s->peer_name, ntohs(h->version), HELLO_VERSION);
 		return -EPROTO;
 	}
 	if (ntohs(h->type) == HELLO_REFUSE) {

@@ -232,7 +232,11 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		chan_send_path(c, p.h.rsn, p.h.tag);
 		return;
 	}
-	conn_on_packet(c, &p, now);
+	/* every record of the frame is this connection's (wire_parse checked) */
+	do {
+		conn_on_packet(c, &p, now);
+	} while (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
+		 wire_next(&p));
 	tx_list_add(e, c);
 	if (conn_ack_wanted(c, now)) {
 		ack_list_add(e, c);
@@ -284,36 +288,75 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 
 /* ---- transmit ------------------------------------------------------------------------------- */
 
+/*
+ * The TX descriptors reserved for a pass, and the frame last opened in them: records of the
+ * same connection and path that fit join it (a CTS and the DATA posted after it, a window of
+ * small messages), so they cost the kernel one packet. It is sealed (headers and checksums)
+ * when another record cannot join, and at the end of the pass.
+ */
 struct tx_batch {
 	uint32_t idx, reserved, used;
+	struct harp_conn *open; /* whose frame is open, NULL: none */
+	uint8_t *frame;
+	uint32_t records;	 /* bytes of records in it */
+	uint16_t src_port, dst_port;
+	bool alone;		 /* a PROBE: the XDP program reads only a frame's first header */
 };
+
+static void tx_seal(struct tx_batch *b, struct xsk_port *p)
+{
+	struct harp_conn *c = b->open;
+	struct wire_path path;
+
+	if (!c) {
+		return;
+	}
+	path = c->path;
+	path.src_port = b->src_port;
+	path.dst_port = b->dst_port;
+	xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len =
+		wire_seal(b->frame, &path, b->records, c->ip_id++);
+	b->open = NULL;
+}
 
 static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *c,
 		   const struct conn_tx *tx)
 {
 	struct xsk_port *p = &e->port;
-	struct wire_path path = c->path;
-	struct xdp_desc *d;
-	uint64_t addr;
-	uint8_t *frame;
 	uint32_t body = tx->h.len;
+	struct xdp_desc *d;
+	uint8_t *record;
+	uint64_t addr;
 
-	if (frame_pool_get(&p->pool, &addr, 1) != 1) {
-		return false;
+	if (b->open == c && !b->alone && tx->h.type != HARP_PKT_PROBE &&
+	    b->src_port == tx->src_port && b->dst_port == tx->dst_port &&
+	    b->records + HARP_HDR_LEN + body <= HARP_HDR_LEN + c->payload_max) {
+		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN + b->records;
+		e->stats.tx_bundled++;
+	} else {
+		if (frame_pool_get(&p->pool, &addr, 1) != 1) {
+			return false;
+		}
+		tx_seal(b, p);
+		d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used++);
+		d->addr = addr;
+		d->options = 0;
+		b->open = c;
+		b->frame = xsk_port_frame(p, addr);
+		b->records = 0;
+		b->src_port = tx->src_port;
+		b->dst_port = tx->dst_port;
+		b->alone = tx->h.type == HARP_PKT_PROBE;
+		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+		e->stats.tx_packets++;
 	}
-	frame = xsk_port_frame(p, addr);
+	wire_put_record(record, &tx->h);
 	if (tx->h.type == HARP_PKT_ACK) {
-		memcpy(frame + HARP_FRAME_OVERHEAD, tx->sack, body);
+		memcpy(record + HARP_HDR_LEN, tx->sack, body);
 	} else if (body) {
-		memcpy(frame + HARP_FRAME_OVERHEAD, tx->payload, body);
+		memcpy(record + HARP_HDR_LEN, tx->payload, body);
 	}
-	d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used++);
-	d->addr = addr;
-	path.src_port = tx->src_port;
-	path.dst_port = tx->dst_port;
-	d->len = wire_build(frame, &path, &tx->h, body, c->ip_id++);
-	d->options = 0;
-	e->stats.tx_packets++;
+	b->records += HARP_HDR_LEN + body;
 	return true;
 }
 
@@ -626,6 +669,7 @@ int engine_progress(struct harp_engine *e)
 	if (b.reserved && xsk_ring_prod__reserve(&p->tx, b.reserved, &b.idx) == b.reserved) {
 		send_acks(e, &b, now);
 		send_data(e, &b, now);
+		tx_seal(&b, p);
 		/* give back the slots reserved but not written */
 		p->tx.cached_prod -= b.reserved - b.used;
 		if (b.used) {

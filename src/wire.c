@@ -3,7 +3,8 @@
  * Building and checking harp's frames. The builder writes the headers around a body already in
  * place, so payload is copied once (from the sender's buffer into the UMEM frame). The parser
  * bounds every length by the one before it: frame length, then the IPv4 total length, then the
- * UDP length, then harp's own len; a packet passes only when all agree and both checksums hold.
+ * UDP length, then each record's len; a frame passes only when all agree, both checksums hold
+ * and every record in it is well formed.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -151,13 +152,20 @@ static void hdr_from_net(struct harp_hdr *h, const struct harp_hdr *n)
 	h->reserved = ntohl(n->reserved);
 }
 
-uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
-		    uint32_t body_len, uint16_t ip_id)
+void wire_put_record(uint8_t *record, const struct harp_hdr *h)
+{
+	struct harp_hdr net;
+
+	hdr_to_net(&net, h);
+	memcpy(record, &net, sizeof(net));
+}
+
+uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+		   uint16_t ip_id)
 {
 	uint8_t *ip = frame + HARP_ETH_HLEN;
 	uint8_t *udp = ip + HARP_IP4_HLEN;
-	struct harp_hdr net;
-	uint16_t udp_len = (uint16_t)(HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
+	uint16_t udp_len = (uint16_t)(HARP_UDP_HLEN + records_len);
 	uint16_t csum;
 
 	memcpy(frame, path->dst_mac, 6);
@@ -180,11 +188,16 @@ uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct h
 	memcpy(udp + 2, &path->dst_port, 2);
 	put16(udp + 4, udp_len);
 	put16(udp + 6, 0);
-	hdr_to_net(&net, h);
-	memcpy(udp + HARP_UDP_HLEN, &net, sizeof(net));
 	csum = udp4_csum(ip, udp, udp_len);
 	put16(udp + 6, csum ? csum : 0xffff); /* 0 means "no checksum" in IPv4 UDP */
 	return HARP_ETH_HLEN + HARP_IP4_HLEN + udp_len;
+}
+
+uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
+		    uint32_t body_len, uint16_t ip_id)
+{
+	wire_put_record(frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, h);
+	return wire_seal(frame, path, HARP_HDR_LEN + body_len, ip_id);
 }
 
 static const char *const wire_err_names[WIRE_ERR_MAX] = {
@@ -199,6 +212,7 @@ static const char *const wire_err_names[WIRE_ERR_MAX] = {
 	[WIRE_ERR_VERSION] = "unknown harp version",
 	[WIRE_ERR_TYPE] = "unknown harp packet type",
 	[WIRE_ERR_LEN] = "bad harp length",
+	[WIRE_ERR_BUNDLE] = "bad record in a bundle",
 };
 
 const char *wire_err_name(enum wire_err e)
@@ -206,10 +220,13 @@ const char *wire_err_name(enum wire_err e)
 	return (unsigned)e < WIRE_ERR_MAX ? wire_err_names[e] : "unknown";
 }
 
-/* Per-type rules on the body, once the header is known to be complete. */
+/*
+ * Per-type rules on the body, once the header is known to be complete. After the body, what is
+ * left of the UDP payload is either nothing or another whole record (at least a header).
+ */
 static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 {
-	if (h->len != body_avail) {
+	if (h->len > body_avail || (h->len < body_avail && body_avail - h->len < HARP_HDR_LEN)) {
 		return WIRE_ERR_LEN;
 	}
 	switch (h->type) {
@@ -232,12 +249,68 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 	}
 }
 
+static enum wire_err check_record(const uint8_t *at, uint32_t avail, struct harp_hdr *h)
+{
+	struct harp_hdr net;
+
+	memcpy(&net, at, sizeof(net));
+	hdr_from_net(h, &net);
+	if (h->version != HARP_WIRE_VERSION) {
+		return WIRE_ERR_VERSION;
+	}
+	if (h->type == 0 || h->type > HARP_PKT_TYPE_MAX) {
+		return WIRE_ERR_TYPE;
+	}
+	return check_body(h, avail - HARP_HDR_LEN);
+}
+
+/*
+ * Every record of a UDP payload of len bytes (at least one header), the first into p->h. Later
+ * records belong to the first one's connection (id and token), and a PROBE travels alone (the
+ * XDP program reads only the first header): a frame is taken whole or not at all.
+ */
+static enum wire_err check_records(const uint8_t *at, uint32_t len, struct wire_pkt *p)
+{
+	enum wire_err e = check_record(at, len, &p->h);
+	struct harp_hdr h;
+
+	if (e != WIRE_OK) {
+		return e;
+	}
+	for (len -= HARP_HDR_LEN + p->h.len, at += HARP_HDR_LEN + p->h.len; len;
+	     len -= HARP_HDR_LEN + h.len, at += HARP_HDR_LEN + h.len) {
+		e = check_record(at, len, &h);
+		if (e != WIRE_OK) {
+			return e;
+		}
+		if (h.conn_id != p->h.conn_id || h.token != p->h.token ||
+		    h.type == HARP_PKT_PROBE || p->h.type == HARP_PKT_PROBE) {
+			return WIRE_ERR_BUNDLE;
+		}
+	}
+	return WIRE_OK;
+}
+
+bool wire_next(struct wire_pkt *p)
+{
+	struct harp_hdr net;
+
+	if (!p->next_len) {
+		return false;
+	}
+	memcpy(&net, p->next, sizeof(net));
+	hdr_from_net(&p->h, &net);
+	p->body = p->next + HARP_HDR_LEN;
+	p->next = p->body + p->h.len;
+	p->next_len -= HARP_HDR_LEN + p->h.len;
+	return true;
+}
+
 enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 {
 	const uint8_t *ip, *udp;
 	uint32_t l3_off = HARP_ETH_HLEN;
 	uint16_t ethertype, ip_len, udp_len, csum;
-	struct harp_hdr net;
 
 	if (len < HARP_ETH_HLEN) {
 		return WIRE_ERR_SHORT;
@@ -285,22 +358,16 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	if (udp_len < HARP_UDP_HLEN + HARP_HDR_LEN) {
 		return WIRE_ERR_SHORT;
 	}
-	memcpy(&net, udp + HARP_UDP_HLEN, sizeof(net));
-	hdr_from_net(&p->h, &net);
-	if (p->h.version != HARP_WIRE_VERSION) {
-		return WIRE_ERR_VERSION;
-	}
-	if (p->h.type == 0 || p->h.type > HARP_PKT_TYPE_MAX) {
-		return WIRE_ERR_TYPE;
-	}
 	{
-		enum wire_err e = check_body(&p->h, udp_len - HARP_UDP_HLEN - HARP_HDR_LEN);
+		enum wire_err e = check_records(udp + HARP_UDP_HLEN, udp_len - HARP_UDP_HLEN, p);
 
 		if (e != WIRE_OK) {
 			return e;
 		}
 	}
 	p->body = udp + HARP_UDP_HLEN + HARP_HDR_LEN;
+	p->next = p->body + p->h.len;
+	p->next_len = udp_len - HARP_UDP_HLEN - HARP_HDR_LEN - p->h.len;
 	memcpy(&p->src_ip, ip + 12, 4);
 	memcpy(&p->dst_ip, ip + 16, 4);
 	memcpy(&p->src_port, udp, 2);

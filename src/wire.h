@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * harp's wire format (docs/PROTOCOL.md): Ethernet, IPv4 without options, UDP, the 64-byte harp
- * header, then payload. Multi-byte fields travel in network byte order. Building writes every
- * header and both checksums; parsing checks every length and checksum before anything is read
- * from the payload, and never trusts a field it has not bounded.
+ * harp's wire format (docs/PROTOCOL.md): Ethernet, IPv4 without options, UDP, then one or more
+ * records, each the 64-byte harp header and its body. Multi-byte fields travel in network byte
+ * order. Building writes every header and both checksums; parsing checks every length and
+ * checksum, and every record of the frame, before anything is read from a body, and never trusts
+ * a field it has not bounded.
  */
 #ifndef HARP_WIRE_H
 #define HARP_WIRE_H
 
 #include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define HARP_WIRE_VERSION 2
@@ -72,6 +74,15 @@ struct wire_path {
  */
 uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
 		    uint32_t body_len, uint16_t ip_id);
+/*
+ * A frame of several records, built in two steps: wire_put_record writes h (host order) at
+ * record, in front of its h->len bytes of body that the caller places after it; wire_seal then
+ * writes the Ethernet/IPv4/UDP headers in front of the records_len bytes of records starting at
+ * frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, fills both checksums and returns the frame length.
+ */
+void wire_put_record(uint8_t *record, const struct harp_hdr *h);
+uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+		   uint16_t ip_id);
 
 /* Reasons a packet is refused; counted per queue. */
 enum wire_err {
@@ -86,21 +97,29 @@ enum wire_err {
 	WIRE_ERR_VERSION,  /* harp version */
 	WIRE_ERR_TYPE,	   /* unknown packet type */
 	WIRE_ERR_LEN,	   /* harp len disagrees with the UDP payload, or body bounds wrong */
+	WIRE_ERR_BUNDLE,   /* a later record of another connection, or a PROBE among records */
 	WIRE_ERR_MAX,
 };
 const char *wire_err_name(enum wire_err e);
 
-/* A checked packet: h in host order, body pointing into the frame. */
+/* A checked record: h in host order, body pointing into the frame. */
 struct wire_pkt {
 	struct harp_hdr h;
 	const uint8_t *body; /* h.len bytes */
+	const uint8_t *next; /* the frame's records after this one, already checked */
+	uint32_t next_len;   /* their bytes; 0: this was the last */
 	uint32_t src_ip, dst_ip;
 	uint16_t src_port, dst_port;
 	uint8_t src_mac[6];
 };
 
-/* Checks everything listed in enum wire_err; on WIRE_OK fills p. Never reads past len. */
+/*
+ * Checks everything listed in enum wire_err, for every record of the frame; on WIRE_OK fills p
+ * with the first record. Never reads past len.
+ */
 enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p);
+/* Moves p to the frame's next record (checked by wire_parse); false after the last one. */
+bool wire_next(struct wire_pkt *p);
 
 /* One's-complement sum helpers, exposed for tests. */
 uint16_t wire_ip_csum(const void *hdr, size_t len);

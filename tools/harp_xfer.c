@@ -600,6 +600,8 @@ static void report(struct run *r, double secs, int rc)
 			qsum.fill_depth += qs.fill_depth;
 			qsum.fill_grows += qs.fill_grows;
 			qsum.rx_kicks += qs.rx_kicks;
+			qsum.tx_packets += qs.tx_packets;
+			qsum.tx_bundled += qs.tx_bundled;
 		}
 	}
 	getrusage(RUSAGE_SELF, &ru);
@@ -623,6 +625,7 @@ static void report(struct run *r, double secs, int rc)
 	       sum.rto_us);
 	printf("rx_duplicates=%" PRIu64 "\nrx_out_of_order=%" PRIu64 "\n", sum.rx_duplicates,
 	       sum.rx_out_of_order);
+	printf("tx_frames=%" PRIu64 "\ntx_bundled=%" PRIu64 "\n", qsum.tx_packets, qsum.tx_bundled);
 	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
 	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.xdp_rx_dropped);
 	printf("xdp_rx_ring_full=%" PRIu64 "\nxdp_fill_ring_empty=%" PRIu64

@@ -128,6 +128,7 @@ struct harp_queue_stats {
 	uint64_t fill_grows;	      /* times a burst nearly emptied it, and it grew */
 	uint64_t rx_kicks;	      /* wake-ups the fill ring asked for (zero-copy drivers) */
 	uint64_t tx_kick_errors;      /* TX wake-ups that failed (each WARN line says how many) */
+	uint64_t tx_bundled;	      /* records sent in a frame another record opened */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 

@@ -108,12 +108,51 @@ static void check_rebuild(const struct wire_pkt *p)
 	CHECK(again.src_port == p->src_port && again.dst_port == p->dst_port);
 }
 
+/* One accepted record: its body lies in the frame, and its fields within their bounds. */
+static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t size,
+			 const struct harp_hdr *first)
+{
+	volatile uint8_t sink = 0;
+	size_t body_off;
+	uint32_t i;
+
+	CHECK(p->body >= data && p->body <= data + size);
+	body_off = (size_t)(p->body - data);
+	CHECK(p->h.len <= size - body_off);
+	for (i = 0; i < p->h.len; i++) {
+		sink ^= p->body[i];
+	}
+	(void)sink;
+
+	CHECK(p->h.version == HARP_WIRE_VERSION);
+	CHECK(p->h.conn_id == first->conn_id && p->h.token == first->token);
+	switch (p->h.type) {
+	case HARP_PKT_DATA:
+		CHECK(p->h.offset <= p->h.msg_len);
+		CHECK(p->h.len <= p->h.msg_len - p->h.offset);
+		CHECK(p->h.len > 0 || p->h.msg_len == 0);
+		break;
+	case HARP_PKT_ACK:
+		CHECK(p->h.len <= HARP_SACK_MAX_BYTES);
+		break;
+	case HARP_PKT_PROBE:
+		CHECK(p->h.len == 0 && p->next_len == 0 && p->h.conn_id == first->conn_id);
+		break;
+	case HARP_PKT_CTS:
+	case HARP_PKT_MSGERR:
+		CHECK(p->h.len == 0);
+		break;
+	default:
+		CHECK(0);
+	}
+}
+
 static void check_accepted(const uint8_t *data, size_t size)
 {
+	struct harp_hdr first;
 	struct wire_pkt p;
 	size_t body_off, l3;
-	volatile uint8_t sink = 0;
-	uint32_t i;
+	int records = 1;
 
 	if (wire_parse(data, (uint32_t)size, &p) != WIRE_OK) {
 		return;
@@ -123,31 +162,15 @@ static void check_accepted(const uint8_t *data, size_t size)
 	body_off = (size_t)(p.body - data);
 	l3 = body_off - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN;
 	CHECK(l3 == HARP_ETH_HLEN || l3 == HARP_ETH_HLEN + HARP_VLAN_HLEN);
-	CHECK(p.h.len <= size - body_off);
-	for (i = 0; i < p.h.len; i++) {
-		sink ^= p.body[i];
-	}
-	(void)sink;
-
-	CHECK(p.h.version == HARP_WIRE_VERSION);
-	switch (p.h.type) {
-	case HARP_PKT_DATA:
-		CHECK(p.h.offset <= p.h.msg_len);
-		CHECK(p.h.len <= p.h.msg_len - p.h.offset);
-		CHECK(p.h.len > 0 || p.h.msg_len == 0);
-		break;
-	case HARP_PKT_ACK:
-		CHECK(p.h.len <= HARP_SACK_MAX_BYTES);
-		break;
-	case HARP_PKT_CTS:
-	case HARP_PKT_MSGERR:
-	case HARP_PKT_PROBE:
-		CHECK(p.h.len == 0);
-		break;
-	default:
-		CHECK(0);
-	}
+	first = p.h;
+	check_record(&p, data, size, &first);
 	check_rebuild(&p);
+	/* the records after it (a bundle) hold to the same rules, and to the first's connection */
+	while (wire_next(&p)) {
+		CHECK(p.h.type != HARP_PKT_PROBE && first.type != HARP_PKT_PROBE);
+		check_record(&p, data, size, &first);
+		CHECK(++records <= (int)(size / HARP_HDR_LEN));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

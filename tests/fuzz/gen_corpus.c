@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Writes the fuzzer's seed corpus: a few valid frames of every packet type, built by wire.c
- * itself, one file each in the directory named on the command line. Run at build time, so the
- * repository holds no binary files. Each file is a mode byte (see fuzz_wire.c) and a frame; every
- * frame is written in both modes, plain and 802.1Q-tagged.
+ * Writes the fuzzer's seed corpus: a few valid frames of every packet type and one bundle of
+ * several records, built by wire.c itself, one file each in the directory named on the command
+ * line. Run at build time, so the repository holds no binary files. Each file is a mode byte (see
+ * fuzz_wire.c) and a frame; every frame is written in both modes, plain and 802.1Q-tagged.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -57,18 +57,13 @@ static int write_seed(const char *dir, const char *name, uint32_t frame_len)
 	return err;
 }
 
-/* Builds one frame with body_len bytes of patterned body and writes it, plain and 802.1Q-tagged. */
-static int seed(const char *dir, const char *name, const struct harp_hdr *h, uint32_t body_len)
+/* Checks the frame of len bytes in buf + 1 and writes it, plain and 802.1Q-tagged. */
+static int seed_frame(const char *dir, const char *name, uint32_t len)
 {
 	uint8_t *frame = buf + 1;
 	char tagged[256];
 	struct wire_pkt check;
-	uint32_t len, i;
 
-	for (i = 0; i < body_len; i++) {
-		frame[HARP_FRAME_OVERHEAD + i] = (uint8_t)(i * 31 + 1);
-	}
-	len = wire_build(frame, &seed_path, h, body_len, 7);
 	if (wire_parse(frame, len, &check) != WIRE_OK) {
 		fprintf(stderr, "gen_corpus: %s does not parse: %s\n", name,
 			wire_err_name(wire_parse(frame, len, &check)));
@@ -84,6 +79,47 @@ static int seed(const char *dir, const char *name, const struct harp_hdr *h, uin
 	frame[15] = 0x05; /* VLAN 5 */
 	snprintf(tagged, sizeof(tagged), "vlan-%s", name);
 	return write_seed(dir, tagged, len + HARP_VLAN_HLEN);
+}
+
+/* Builds one frame with body_len bytes of patterned body and writes it. */
+static int seed(const char *dir, const char *name, const struct harp_hdr *h, uint32_t body_len)
+{
+	uint8_t *frame = buf + 1;
+	uint32_t i;
+
+	for (i = 0; i < body_len; i++) {
+		frame[HARP_FRAME_OVERHEAD + i] = (uint8_t)(i * 31 + 1);
+	}
+	return seed_frame(dir, name, wire_build(frame, &seed_path, h, body_len, 7));
+}
+
+/* A bundle as a sender makes one: the CTS of a receive, a small DATA, an ACK with holes. */
+static int seed_bundle(const char *dir, struct harp_hdr h)
+{
+	uint8_t *at = buf + 1 + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+	uint32_t used = 0;
+
+	h.type = HARP_PKT_CTS;
+	h.nbufs = 1;
+	h.msg_len = 4096;
+	h.len = 0;
+	wire_put_record(at, &h);
+	used += HARP_HDR_LEN;
+	h.type = HARP_PKT_DATA;
+	h.psn++;
+	h.nbufs = 0;
+	h.msg_len = h.len = 100;
+	memset(at + used + HARP_HDR_LEN, 0x3c, h.len);
+	wire_put_record(at + used, &h);
+	used += HARP_HDR_LEN + h.len;
+	h.type = HARP_PKT_ACK;
+	h.psn = 0;
+	h.msg_len = 0;
+	h.len = 8;
+	memset(at + used + HARP_HDR_LEN, 0xa5, h.len);
+	wire_put_record(at + used, &h);
+	used += HARP_HDR_LEN + h.len;
+	return seed_frame(dir, "bundle", wire_seal(buf + 1, &seed_path, used, 7));
 }
 
 int main(int argc, char **argv)
@@ -142,5 +178,9 @@ int main(int argc, char **argv)
 	h.rsn = 2;
 	h.tag = 17;
 	err |= seed(argv[1], "probe", &h, 0);
+
+	h.rsn = 4;
+	h.tag = 9;
+	err |= seed_bundle(argv[1], h);
 	return err ? 1 : 0;
 }

@@ -441,6 +441,79 @@ static void test_idle_connections_stay_off_the_lists(void **state)
 	free(r);
 }
 
+/*
+ * Records of one connection posted together share a frame: twenty receives' CTSs go as one
+ * frame, twenty small sends as two (eleven records of 128 bytes fit a 1,400-byte payload and its
+ * header), and a reply with the next receive's CTS as one. Every message arrives intact.
+ */
+static void test_records_share_frames(void **state)
+{
+	struct world *w = *state;
+	uint8_t msg[20][64], got[20][64], pong[8] = "pong!!!", back[8] = { 0 };
+	struct harp_req *s[20], *r[20], *ps, *pr;
+	uint64_t sent, bundled;
+	int i;
+
+	pair_open(w, 0);
+	for (i = 0; i < 20; i++) {
+		memset(msg[i], 'a' + i, sizeof(msg[i]));
+		r[i] = post_recv(&w->b.conns[0], got[i], sizeof(got[i]));
+	}
+	sent = w->b.e.stats.tx_packets;
+	bundled = w->b.e.stats.tx_bundled;
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.tx_packets - sent, 1);
+	assert_int_equal(w->b.e.stats.tx_bundled - bundled, 19);
+	assert_int_equal(wire_move(&w->b, &w->a, -1), 1);
+
+	engine_progress(&w->a.e); /* the twenty CTSs arrive */
+	for (i = 0; i < 20; i++) {
+		s[i] = post_send(&w->a.conns[0], msg[i], sizeof(msg[i]));
+	}
+	sent = w->a.e.stats.tx_packets;
+	engine_progress(&w->a.e);
+	assert_int_equal(w->a.e.stats.tx_packets - sent, 2);
+	assert_int_equal(wire_move(&w->a, &w->b, -1), 2);
+	engine_progress(&w->b.e);
+	for (i = 0; i < 20; i++) {
+		assert_int_equal(state_of(s[i]), REQ_DONE); /* small: done once sent */
+		assert_int_equal(state_of(r[i]), REQ_DONE);
+		assert_memory_equal(got[i], msg[i], sizeof(msg[i]));
+	}
+
+	/* a ping-pong's turn: B answers and posts its next receive in one pass, one frame */
+	pr = post_recv(&w->a.conns[0], back, sizeof(back));
+	engine_progress(&w->a.e);
+	assert_int_equal(wire_move(&w->a, &w->b, -1), 1); /* A's CTS, and its ack of B's */
+	engine_progress(&w->b.e);
+	free(r[0]);
+	r[0] = post_recv(&w->b.conns[0], got[0], sizeof(got[0]));
+	ps = post_send(&w->b.conns[0], pong, sizeof(pong));
+	sent = w->b.e.stats.tx_packets;
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.tx_packets - sent, 1);
+	{
+		struct wire_pkt p = last_sent(&w->b);
+		int types = 0;
+
+		do {
+			types |= 1 << p.h.type;
+		} while (wire_next(&p));
+		/* the CTS and the DATA, with the ack B owed A if its delay ran out meanwhile */
+		assert_int_equal(types & ~(1 << HARP_PKT_ACK), 1 << HARP_PKT_CTS | 1 << HARP_PKT_DATA);
+	}
+	assert_int_equal(wire_move(&w->b, &w->a, -1), 1);
+	engine_progress(&w->a.e);
+	assert_int_equal(state_of(pr), REQ_DONE);
+	assert_memory_equal(back, pong, sizeof(pong));
+	for (i = 0; i < 20; i++) {
+		free(s[i]);
+		free(r[i]);
+	}
+	free(ps);
+	free(pr);
+}
+
 /* Part of a message arrives: the ack waits on the delayed-ack list, then leaves on its own. */
 static void test_delayed_ack_list(void **state)
 {
@@ -539,6 +612,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_message_crosses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_connections_stay_off_the_lists, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_records_share_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delayed_ack_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),

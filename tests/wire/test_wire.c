@@ -744,6 +744,110 @@ static void test_harp_len_disagrees(void **state)
 	harp_mutation(h, 63, WIRE_ERR_LEN);
 }
 
+/* ---- bundles: several records in one frame ------------------------------------------------- */
+
+/* Puts records h[0..n) after one another, each with a body of h[i].len patterned bytes, and seals. */
+static void build_bundle(struct frame *f, const struct harp_hdr *h, int n)
+{
+	uint8_t *at = f->b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+	uint32_t used = 0, j;
+	int i;
+
+	memset(f->b, 0x5a, sizeof(f->b));
+	for (i = 0; i < n; i++) {
+		wire_put_record(at + used, &h[i]);
+		for (j = 0; j < h[i].len; j++) {
+			at[used + HARP_HDR_LEN + j] = (uint8_t)(i * 31 + j);
+		}
+		used += HARP_HDR_LEN + h[i].len;
+	}
+	f->len = wire_seal(f->b, &path, used, 0x4321);
+	f->l3 = L3;
+	assert_int_equal(f->len, HARP_FRAME_OVERHEAD - HARP_HDR_LEN + used);
+}
+
+static void test_bundle_round_trip(void **state)
+{
+	struct harp_hdr h[3] = { hdr_of(HARP_PKT_CTS, 0), hdr_data(8, 0, 8), hdr_of(HARP_PKT_ACK, 2) };
+	struct wire_pkt p;
+	struct frame f;
+	int i;
+
+	(void)state;
+	h[1].psn = h[0].psn + 1;
+	build_bundle(&f, h, 3);
+	assert_true(udp_csum_ok(&f));
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
+	for (i = 0; i < 3; i++) {
+		uint32_t j;
+
+		if (i) {
+			assert_true(wire_next(&p));
+		}
+		assert_memory_equal(&p.h, &h[i], sizeof(h[i]));
+		for (j = 0; j < h[i].len; j++) {
+			assert_int_equal(p.body[j], (uint8_t)(i * 31 + j));
+		}
+	}
+	assert_false(wire_next(&p));
+	assert_false(wire_next(&p));
+	/* one record built in two steps is what wire_build writes */
+	build_bundle(&f, h + 1, 1);
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
+	assert_int_equal(p.next_len, 0);
+	assert_false(wire_next(&p));
+}
+
+static void bundle_expect(const struct harp_hdr *h, int n, enum wire_err want)
+{
+	struct frame f;
+
+	build_bundle(&f, h, n);
+	expect_err(&f, want);
+}
+
+static void test_bundle_refused(void **state)
+{
+	struct harp_hdr h[2] = { hdr_of(HARP_PKT_CTS, 0), hdr_data(8, 0, 8) };
+	struct frame f;
+
+	(void)state;
+	bundle_expect(h, 2, WIRE_OK);
+	h[1].conn_id++; /* another connection's record */
+	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	h[1] = hdr_data(8, 0, 8);
+	h[1].token ^= 1; /* another session's */
+	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	h[1] = hdr_of(HARP_PKT_PROBE, 0); /* a probe travels alone: XDP reads the first header */
+	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	h[0] = hdr_of(HARP_PKT_PROBE, 0);
+	h[1] = hdr_of(HARP_PKT_CTS, 0);
+	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	h[0] = hdr_of(HARP_PKT_CTS, 0);
+	h[1] = hdr_data(8, 0, 8);
+	h[1].version++; /* every record is checked, not only the first */
+	bundle_expect(h, 2, WIRE_ERR_VERSION);
+	h[1] = hdr_data(8, 4, 8); /* the second record's payload lies outside its message */
+	bundle_expect(h, 2, WIRE_ERR_LEN);
+	h[1] = hdr_of(HARP_PKT_TYPE_MAX + 1, 0);
+	bundle_expect(h, 2, WIRE_ERR_TYPE);
+
+	/* bytes after the last record: fewer than a header, or a header claiming more body */
+	h[1] = hdr_data(8, 0, 8);
+	build_bundle(&f, h, 2);
+	wr16(f.b + L3 + 2, (uint16_t)(rd16(f.b + L3 + 2) - 1)); /* the DATA's last byte cut */
+	wr16(f.b + L3 + HARP_IP4_HLEN + 4, (uint16_t)(rd16(f.b + L3 + HARP_IP4_HLEN + 4) - 1));
+	f.len--;
+	fix_csums(&f);
+	expect_err(&f, WIRE_ERR_LEN);
+	harp_mutation(hdr_of(HARP_PKT_CTS, 0), HARP_HDR_LEN - 1, WIRE_ERR_LEN);
+
+	/* the UDP checksum covers every record */
+	build_bundle(&f, h, 2);
+	f.b[f.len - 1] ^= 0x10;
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+}
+
 static void test_ack_length(void **state)
 {
 	/* a sack map longer than a whole window */
@@ -859,6 +963,8 @@ int main(void)
 		cmocka_unit_test(test_harp_type),
 		cmocka_unit_test(test_harp_len_disagrees),
 		cmocka_unit_test(test_ack_length),
+		cmocka_unit_test(test_bundle_round_trip),
+		cmocka_unit_test(test_bundle_refused),
 		cmocka_unit_test(test_cts_msgerr_with_payload),
 		cmocka_unit_test(test_data_bounds),
 		cmocka_unit_test(test_check_order),
