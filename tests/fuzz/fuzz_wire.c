@@ -136,7 +136,7 @@ static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t s
 		CHECK(p->h.len <= HARP_SACK_MAX_BYTES);
 		break;
 	case HARP_PKT_PROBE:
-		CHECK(p->h.len == 0 && p->next_len == 0 && p->h.conn_id == first->conn_id);
+		CHECK(p->h.len == 0 && p->next_len == 0); /* a PROBE travels alone */
 		break;
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
