@@ -760,10 +760,20 @@ int harp_conn__irecv(struct harp_conn *c, int n, void **bufs, const size_t *size
 		return err;
 	}
 	for (i = 0; i < n; i++) {
+		int j;
+
 		if ((!bufs[i] && sizes[i]) || (mrs && mrs[i] && !mr_covers(mrs[i], bufs[i], sizes[i]))) {
 			pr_err("irecv: buffer %d (%p+%zu) is NULL or outside its memory region", i,
 			       bufs[i], sizes[i]);
 			return -EINVAL;
+		}
+		for (j = 0; j < i; j++) {
+			if (tags[j] == tags[i]) {
+				pr_err("irecv: buffers %d and %d both carry tag %u; the buffers of one "
+				       "receive need different tags (each takes the send of its tag)",
+				       j, i, tags[i]);
+				return -EINVAL;
+			}
 		}
 	}
 	r = req_get(c);

@@ -8,11 +8,17 @@
  * ack_psn arrived) and a 512-bit selective-ack map of what arrived beyond it, and every packet
  * piggybacks the cumulative ack too.
  *
- * Sends make progress only against the peer's CTS: the k-th send takes, by tag, a buffer of the
- * oldest receive of the peer that still has one free, so nothing is ever sent without a place
- * to land. DATA carries (receive, buffer, offset), so the receiver copies each payload straight
- * into place whatever order packets arrive in, and a packet is applied exactly once because its
- * psn is remembered in a bitmap until the cumulative ack passes it.
+ * Receives take the peer's sends in order, nbufs each, and within a receive each send takes the
+ * buffer of its tag. A send is numbered (ssn) in its posting order, so both sides know which
+ * receive it falls to. Sends go against the peer's CTS, which names the buffer: DATA then
+ * carries (receive, buffer, offset), so the receiver copies each payload straight into place
+ * whatever order packets arrive in, and a packet is applied exactly once because its psn is
+ * remembered in a bitmap until the cumulative ack passes it. A small send need not wait for the
+ * CTS: it goes unsolicited, as one DATA record naming its ssn; the receiver places it in the
+ * receive it falls to, or holds it until that receive is posted. Credits bound what the receiver
+ * holds: at most CONN_UNSOL_CREDITS sends wait for their CTS, which completes them (or fails
+ * them, if their buffer is too small). A request-response exchange over two connections thus
+ * needs no rendezvous round trip on its critical path.
  *
  * A connection spreads its packets over several paths (UDP port pairs that probing showed to
  * reach the peer's engine for this connection), each with its own window, RTT and loss clock: a
@@ -57,8 +63,11 @@ int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 	c->recv_slots = calloc(CONN_RECV_SLOTS, sizeof(*c->recv_slots));
 	c->send_slots = calloc(CONN_REQS, sizeof(*c->send_slots));
 	c->eager_copies = table_alloc(CONN_EAGER_SLOTS * CONN_EAGER_BYTES);
+	c->rcv_first_ssn = calloc(CONN_RECV_SLOTS, sizeof(*c->rcv_first_ssn));
+	c->held = calloc(CONN_UNSOL_CREDITS, sizeof(*c->held));
+	c->held_bytes = table_alloc(CONN_UNSOL_CREDITS * CONN_EAGER_BYTES);
 	if (!c->txq || !c->rtxq || !c->cts || !c->rcv_bits || !c->recv_slots || !c->send_slots ||
-	    !c->eager_copies) {
+	    !c->eager_copies || !c->rcv_first_ssn || !c->held || !c->held_bytes) {
 		return -ENOMEM;
 	}
 	rtt_init(&c->rtt, RTO_INIT_US, RTO_MIN_US, RTO_MAX_US);
@@ -79,7 +88,13 @@ void conn_free(struct harp_conn *c)
 	free(c->recv_slots);
 	free(c->send_slots);
 	table_free(c->eager_copies, CONN_EAGER_SLOTS * CONN_EAGER_BYTES);
+	free(c->rcv_first_ssn);
+	free(c->held);
+	table_free(c->held_bytes, CONN_UNSOL_CREDITS * CONN_EAGER_BYTES);
 	c->eager_copies = NULL;
+	c->rcv_first_ssn = NULL;
+	c->held = NULL;
+	c->held_bytes = NULL;
 	c->txq = NULL;
 	c->rtxq = NULL;
 	c->cts = NULL;
@@ -342,8 +357,12 @@ bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
+static int unsol_claim(struct harp_conn *c, struct harp_req *r);
+
 bool conn_take_request(struct harp_conn *c, struct harp_req *r)
 {
+	int err;
+
 	if (r->kind == REQ_SEND) {
 		uint32_t slot = c->ssn_next & (CONN_REQS - 1);
 
@@ -359,6 +378,13 @@ bool conn_take_request(struct harp_conn *c, struct harp_req *r)
 	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = r;
 	c->recvs_open++;
+	r->recv.first_ssn = c->rcv_ssn_next;
+	c->rcv_first_ssn[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = c->rcv_ssn_next;
+	c->rcv_ssn_next += (uint32_t)r->recv.nbufs;
+	c->rcv_rsn_next = r->recv.rsn + 1;
+	if (c->rcv_taken < CONN_RECV_SLOTS) {
+		c->rcv_taken++;
+	}
 	r->next = NULL;
 	if (c->cts_out_tail) {
 		c->cts_out_tail->next = r;
@@ -366,6 +392,10 @@ bool conn_take_request(struct harp_conn *c, struct harp_req *r)
 		c->cts_out_head = r;
 	}
 	c->cts_out_tail = r;
+	err = unsol_claim(c, r);
+	if (err) {
+		conn_fail(c, err);
+	}
 	return true;
 }
 
@@ -392,6 +422,17 @@ static void recv_release(struct harp_conn *c, struct harp_req *r, bool sender_do
 	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = NULL;
 	req_finish(r, r->recv.err);
+}
+
+/*
+ * Every buffer of r is done. It is released once its CTS have all been given a psn too: the
+ * peer still needs them to bind its unsolicited sends, and they are read from r.
+ */
+static void recv_try_finish(struct harp_conn *c, struct harp_req *r, bool sender_done)
+{
+	if (r->recv.done_mask == (1u << r->recv.nbufs) - 1 && r->recv.cts_queued == r->recv.nbufs) {
+		recv_release(c, r, sender_done);
+	}
 }
 
 static bool overlaps(const void *a, uint64_t alen, const void *b, size_t blen)
@@ -444,18 +485,30 @@ static void fail_requests(struct harp_conn *c, int err)
 	}
 	c->recvs_open = 0;
 	c->cts_out_head = c->cts_out_tail = NULL;
-	c->ssn_tail = c->ssn_cur = c->ssn_next;
+	c->ssn_tail = c->ssn_cur = c->ssn_bound = c->ssn_next;
 }
 
 bool conn_linger(struct harp_conn *c, int err)
 {
 	uint32_t psn;
 
-	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY || !c->eager_used) {
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
 	}
 	if (c->lingering) {
 		return true;
+	}
+	/* Unsolicited sends not yet bound fail below with the rest: their copies go. */
+	for (psn = c->snd_una; psn != c->snd_nxt; psn++) {
+		struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && rec->unsol && rec->eager && !psn_before(rec->rsn, c->ssn_bound)) {
+			c->eager_used &= ~(1ull << (rec->eager - 1));
+			rec->eager = 0;
+		}
+	}
+	if (!c->eager_used) {
+		return false;
 	}
 	/* What else is in flight reads or answers the caller's buffers: never sent again, and its
 	 * request is not touched when an ack for it comes. */
@@ -542,7 +595,8 @@ static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t
 		struct harp_req *s = rec->sreq;
 
 		s->send.pkts_acked++;
-		if (s->send.all_queued && s->send.pkts_acked == s->send.pkts) {
+		/* an unsolicited send completes when its buffer is known (bind_unsol) */
+		if (!rec->unsol && s->send.all_queued && s->send.pkts_acked == s->send.pkts) {
 			send_release(c, s, rec->type == HARP_PKT_MSGERR ? -EMSGSIZE : 0);
 		}
 	}
@@ -699,12 +753,133 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 
 /* ---- received reliable packets ---------------------------------------------------------------- */
 
+/* ---- unsolicited messages: the receiver's side ---- */
+
+/* The open receive the peer's send ssn falls to, among those taken; NULL if none. */
+static struct harp_req *recv_covering(const struct harp_conn *c, uint32_t ssn)
+{
+	uint32_t rsn = c->rcv_rsn_next, n;
+
+	for (n = 0; n < c->rcv_taken; n++) {
+		struct harp_req *r;
+
+		rsn--;
+		if (psn_before(ssn, c->rcv_first_ssn[rsn & (CONN_RECV_SLOTS - 1)])) {
+			continue;
+		}
+		r = c->recv_slots[rsn & (CONN_RECV_SLOTS - 1)];
+		if (!r || r->recv.rsn != rsn || ssn - r->recv.first_ssn >= (uint32_t)r->recv.nbufs) {
+			return NULL; /* that receive is complete: the send was already placed */
+		}
+		return r;
+	}
+	return NULL;
+}
+
+/* Unsolicited message ssn (tag, len bytes at data) lands in r, the receive it falls to. */
+static int unsol_place(struct harp_conn *c, struct harp_req *r, uint32_t ssn, uint32_t tag,
+		       const uint8_t *data, uint16_t len)
+{
+	int i;
+
+	for (i = 0; i < r->recv.nbufs && r->recv.tag[i] != tag; i++) {
+	}
+	if (i == r->recv.nbufs) {
+		pr_err("conn %u: the peer's send %u carries tag %u, but the receive it falls to (%u, "
+		       "%d buffers) has no buffer with that tag",
+		       c->id, ssn, tag, r->recv.rsn, r->recv.nbufs);
+		return -EPROTO;
+	}
+	if ((r->recv.done_mask & (1u << i)) || r->recv.got[i]) {
+		pr_err("conn %u: the peer's send %u and another both name buffer %d (tag %u) of "
+		       "receive %u",
+		       c->id, ssn, i, tag, r->recv.rsn);
+		return -EPROTO;
+	}
+	r->recv.msg_len[i] = len;
+	if (len > r->recv.cap[i]) {
+		r->recv.err = -EMSGSIZE; /* the sender fails it too, once it learns the capacity */
+	} else {
+		if (len) {
+			memcpy(r->recv.bufs[i], data, len);
+		}
+		r->recv.got[i] = len;
+		c->stats.rx_bytes += len;
+		c->stats.msgs_received++;
+	}
+	r->recv.done_mask |= 1u << i;
+	recv_try_finish(c, r, true);
+	return 0;
+}
+
+/* A receive was taken: the messages held for it land in it. */
+static int unsol_claim(struct harp_conn *c, struct harp_req *r)
+{
+	uint32_t k;
+
+	for (k = 0; k < (uint32_t)r->recv.nbufs; k++) {
+		uint32_t ssn = r->recv.first_ssn + k;
+		struct unsol_held *m = &c->held[ssn & (CONN_UNSOL_CREDITS - 1)];
+		int err;
+
+		if (!m->valid || m->ssn != ssn) {
+			continue;
+		}
+		m->valid = false;
+		err = unsol_place(c, r, ssn, m->tag,
+				  c->held_bytes + (size_t)(ssn & (CONN_UNSOL_CREDITS - 1)) *
+							  CONN_EAGER_BYTES,
+				  m->len);
+		if (err) {
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int deliver_unsol(struct harp_conn *c, const struct wire_pkt *p)
+{
+	const struct harp_hdr *h = &p->h;
+	uint32_t ssn = h->rsn;
+	struct unsol_held *m;
+	struct harp_req *r;
+
+	if (h->buf_idx || h->nbufs || h->offset || h->len != h->msg_len ||
+	    h->len > CONN_EAGER_BYTES) {
+		return -EPROTO; /* it cannot know its buffer, and is small and whole */
+	}
+	if (psn_before(ssn, c->rcv_ssn_next)) {
+		r = recv_covering(c, ssn);
+		return r ? unsol_place(c, r, ssn, h->tag, p->body, h->len) : -EPROTO;
+	}
+	if (ssn - c->rcv_ssn_next >= CONN_UNSOL_CREDITS) {
+		return -EPROTO; /* beyond the sender's credit */
+	}
+	m = &c->held[ssn & (CONN_UNSOL_CREDITS - 1)];
+	if (m->valid) {
+		return -EPROTO;
+	}
+	m->valid = true;
+	m->ssn = ssn;
+	m->tag = h->tag;
+	m->len = h->len;
+	if (h->len) {
+		memcpy(c->held_bytes + (size_t)(ssn & (CONN_UNSOL_CREDITS - 1)) * CONN_EAGER_BYTES,
+		       p->body, h->len);
+	}
+	c->stats.msgs_held++;
+	return 0;
+}
+
 static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 {
 	const struct harp_hdr *h = &p->h;
 	struct harp_req *r = c->recv_slots[h->rsn & (CONN_RECV_SLOTS - 1)];
 	uint8_t i = h->buf_idx;
 
+	if (h->flags & HARP_DATA_F_UNSOL) {
+		return deliver_unsol(c, p);
+	}
 	if (!r || r->recv.rsn != h->rsn || i >= r->recv.nbufs || (r->recv.done_mask & (1u << i))) {
 		return -EPROTO; /* data for a receive we never offered */
 	}
@@ -724,9 +899,7 @@ static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 	if (r->recv.got[i] == h->msg_len) {
 		r->recv.done_mask |= 1u << i;
 		c->stats.msgs_received++;
-		if (r->recv.done_mask == (1u << r->recv.nbufs) - 1) {
-			recv_release(c, r, h->flags & HARP_DATA_F_DONE);
-		}
+		recv_try_finish(c, r, h->flags & HARP_DATA_F_DONE);
 	}
 	return 0;
 }
@@ -745,8 +918,57 @@ static int deliver_msgerr(struct harp_conn *c, const struct harp_hdr *h)
 	r->recv.msg_len[i] = h->msg_len;
 	r->recv.err = -EMSGSIZE;
 	r->recv.done_mask |= 1u << i;
-	if (r->recv.done_mask == (1u << r->recv.nbufs) - 1) {
-		recv_release(c, r, false);
+	recv_try_finish(c, r, false);
+	return 0;
+}
+
+/* Completes an unsolicited send; its packet, if still unacked, goes on from the copy. */
+static void unsol_release(struct harp_conn *c, struct harp_req *s, int err)
+{
+	struct tx_rec *rec = rec_of(c, s->send.unsol_psn);
+
+	if (rec->sreq == s) {
+		rec->sreq = NULL;
+	}
+	send_release(c, s, err);
+}
+
+/*
+ * Sends that went unsolicited learn their buffer as the peer's CTS arrive, in order: each takes
+ * the buffer of its tag in the receive it falls to, and completes (or fails, if it did not fit,
+ * as the receiver's receive does). This frees their credit.
+ */
+static int bind_unsol(struct harp_conn *c)
+{
+	while (psn_before(c->ssn_bound, c->ssn_cur)) {
+		struct cts_group *g = &c->cts[c->cts_head_rsn & (CONN_RECV_SLOTS - 1)];
+		struct harp_req *s = c->send_slots[c->ssn_bound & (CONN_REQS - 1)];
+		uint32_t tag = c->unsol_tag[c->ssn_bound & (CONN_UNSOL_CREDITS - 1)];
+		uint8_t i;
+
+		if (!g->valid || g->rsn != c->cts_head_rsn || g->arrived < g->nbufs) {
+			return 0; /* that receive is not (completely) announced yet */
+		}
+		for (i = 0; i < g->nbufs; i++) {
+			if (!(g->matched_mask & (1u << i)) && g->tag[i] == tag) {
+				break;
+			}
+		}
+		if (i == g->nbufs) {
+			pr_err("conn %u: send %u (tag %u) went ahead of the peer's receive %u, which "
+			       "has no free buffer with that tag",
+			       c->id, c->ssn_bound, tag, g->rsn);
+			return -EPROTO;
+		}
+		g->matched_mask |= 1u << i;
+		if (g->matched_mask == (1u << g->nbufs) - 1) {
+			g->valid = false;
+			c->cts_head_rsn++;
+		}
+		if (s && s->send.ssn == c->ssn_bound) {
+			unsol_release(c, s, s->send.len > g->cap[i] ? -EMSGSIZE : 0);
+		}
+		c->ssn_bound++;
 	}
 	return 0;
 }
@@ -777,7 +999,7 @@ static int deliver_cts(struct harp_conn *c, const struct harp_hdr *h)
 	g->cap[h->buf_idx] = h->msg_len;
 	g->tag[h->buf_idx] = h->tag;
 	g->arrived++;
-	return 0;
+	return bind_unsol(c);
 }
 
 static int deliver(struct harp_conn *c, const struct wire_pkt *p)
@@ -872,7 +1094,18 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 
 void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now)
 {
+	uint32_t ssn;
+
 	on_ack(c, peer_rcv_nxt, NULL, 0, 0, now);
+	/* Unsolicited sends the peer took before it closed were delivered, like a kernel socket's
+	 * acknowledged bytes: they complete, though the CTS that would bind them may never come. */
+	for (ssn = c->ssn_bound; psn_before(ssn, c->ssn_cur); ssn++) {
+		struct harp_req *s = c->send_slots[ssn & (CONN_REQS - 1)];
+
+		if (s && s->send.ssn == ssn && s->send.pkts_acked) {
+			unsol_release(c, s, 0);
+		}
+	}
 	conn_fail(c, -ECONNRESET);
 }
 
@@ -1028,7 +1261,7 @@ static void header_of(struct harp_conn *c, const struct tx_rec *rec, uint32_t ps
 	h->len = rec->len;
 	tx->payload = NULL;
 	if (rec->eager) {
-		h->flags = HARP_DATA_F_DONE;
+		h->flags = HARP_DATA_F_DONE | (rec->unsol ? HARP_DATA_F_UNSOL : 0);
 		tx->payload = c->eager_copies + (size_t)(rec->eager - 1) * CONN_EAGER_BYTES;
 	} else if (rec->type == HARP_PKT_DATA) {
 		tx->payload = rec->sreq->send.buf + rec->offset;
@@ -1088,6 +1321,44 @@ static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req 
 	send_release(c, s, 0);
 }
 
+/*
+ * s cannot be bound to a buffer yet (its receive's CTS has not arrived, or sends before it went
+ * unsolicited): may it go unsolicited? It must fit one record and a copy slot (the send
+ * completes only when bound, but its packet may need sending again after that), and a credit
+ * must be left.
+ */
+static bool unsol_ok(const struct harp_conn *c, const struct harp_req *s)
+{
+	return s->send.len <= CONN_EAGER_BYTES && s->send.len <= c->payload_max &&
+	       ~c->eager_used && c->ssn_cur - c->ssn_bound < CONN_UNSOL_CREDITS;
+}
+
+/* rec: s as one unsolicited DATA record, its payload copied to a slot. */
+static void next_unsol(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
+{
+	int slot = __builtin_ctzll(~c->eager_used);
+
+	c->eager_used |= 1ull << slot;
+	if (s->send.len) {
+		memcpy(c->eager_copies + (size_t)slot * CONN_EAGER_BYTES, s->send.buf, s->send.len);
+	}
+	rec->type = HARP_PKT_DATA;
+	rec->unsol = true;
+	rec->sreq = s; /* for its ack (see conn_on_peer_close), until it completes */
+	s->send.unsol_psn = c->snd_nxt; /* rec is rec_of(c, snd_nxt) */
+	rec->eager = (uint8_t)(slot + 1);
+	rec->rsn = s->send.ssn;
+	rec->tag = s->send.tag;
+	rec->msg_len = s->send.len;
+	rec->len = (uint16_t)s->send.len;
+	c->unsol_tag[s->send.ssn & (CONN_UNSOL_CREDITS - 1)] = s->send.tag;
+	s->send.pkts = 1;
+	s->send.all_queued = true;
+	c->ssn_cur++;
+	c->stats.tx_bytes += rec->len;
+	c->stats.msgs_unsolicited++;
+}
+
 /* Fills rec with the next new reliable packet, if there is one. */
 static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 {
@@ -1110,6 +1381,8 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 			if (!c->cts_out_head) {
 				c->cts_out_tail = NULL;
 			}
+			/* filled already by unsolicited sends, which are complete */
+			recv_try_finish(c, r, true);
 		}
 		return true;
 	}
@@ -1117,8 +1390,15 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 		return false;
 	}
 	s = c->send_slots[c->ssn_cur & (CONN_REQS - 1)];
-	if (!s->send.matched && !match_send(c, s)) {
-		return false;
+	if (!s->send.matched) {
+		if (c->ssn_bound == c->ssn_cur && match_send(c, s)) {
+			c->ssn_bound++;
+		} else if (unsol_ok(c, s)) {
+			next_unsol(c, rec, s);
+			return true;
+		} else {
+			return false;
+		}
 	}
 	rec->rsn = s->send.rsn;
 	rec->buf_idx = s->send.buf_idx;

@@ -24,7 +24,11 @@
 /* Sends of at most CONN_EAGER_BYTES complete when their one packet first goes out: the payload
  * is copied into one of CONN_EAGER_SLOTS slots kept until the packet is acked. */
 #define CONN_EAGER_SLOTS 64
-#define CONN_EAGER_BYTES 256
+#define CONN_EAGER_BYTES HARP_UNSOL_MAX_BYTES
+/* A send that small may also go before the peer's CTS for it has arrived (unsolicited): the
+ * receiver holds it until the receive it falls to is posted. At most CONN_UNSOL_CREDITS such
+ * sends wait to learn their buffer, so the receiver holds at most that many (power of two). */
+#define CONN_UNSOL_CREDITS 32
 
 enum req_state {
 	REQ_FREE = 0,
@@ -54,13 +58,15 @@ struct harp_req {
 			bool all_queued;   /* every packet has been given a psn */
 			uint8_t buf_idx;
 			uint32_t rsn;
-			uint32_t ssn;	   /* its slot in send_slots */
+			uint32_t ssn;	   /* its sequence number, and so its slot in send_slots */
 			uint64_t next_off; /* next byte to packetise */
 			uint32_t pkts, pkts_acked;
+			uint32_t unsol_psn; /* sent unsolicited: its one packet */
 		} send;
 		struct {
 			int nbufs;
 			uint32_t rsn;
+			uint32_t first_ssn; /* it takes the peer's sends first_ssn .. + nbufs - 1 */
 			uint8_t *bufs[HARP_RECV_MAX_BUFS];
 			uint64_t cap[HARP_RECV_MAX_BUFS];
 			uint32_t tag[HARP_RECV_MAX_BUFS];
@@ -85,6 +91,7 @@ struct tx_rec {
 	bool resent;	 /* sent more than once: no RTT sample from it (Karn) */
 	uint8_t eager;	 /* DATA of a send already completed: 1 + the slot of its payload */
 	bool dead;	 /* its request failed while lingering: never sent again */
+	bool unsol;	 /* DATA sent before its buffer was known: rsn is the send's ssn */
 	uint16_t len;
 	uint32_t rsn;
 	uint32_t tag;
@@ -92,6 +99,14 @@ struct tx_rec {
 	uint64_t msg_len;
 	uint64_t sent_ns;
 	struct harp_req *sreq; /* DATA, MSGERR: its send (NULL once completed: eager) */
+};
+
+/* An unsolicited message that arrived before its receive was posted. */
+struct unsol_held {
+	bool valid;
+	uint32_t ssn;
+	uint32_t tag;
+	uint16_t len;
 };
 
 /* A receive of the peer's, as its CTS packets describe it. */
@@ -201,6 +216,8 @@ struct harp_conn {
 	struct harp_req *cts_out_head, *cts_out_tail; /* receives whose CTS are not all sent */
 	struct cts_group *cts;			 /* CONN_RECV_SLOTS, by the peer's rsn */
 	uint32_t cts_head_rsn;			 /* oldest peer receive not fully matched */
+	uint32_t ssn_bound; /* sends before it know their buffer; from it to ssn_cur went unsolicited */
+	uint32_t unsol_tag[CONN_UNSOL_CREDITS]; /* those sends' tags, by ssn */
 	uint64_t rack_xmit_ns;			 /* send time of the latest packet acked */
 	uint32_t highest_acked;			 /* one past the highest psn acked */
 	struct rtt_est rtt;
@@ -227,6 +244,14 @@ struct harp_conn {
 	uint32_t rcv_nxt;
 	uint64_t *rcv_bits; /* CONN_TXQ bits: psn received, from rcv_nxt on */
 	struct harp_req **recv_slots; /* CONN_RECV_SLOTS, by our rsn */
+	/* the peer's sends fall to our receives in order, nbufs each: */
+	uint32_t rcv_ssn_next;	 /* the first send of the next receive taken */
+	uint32_t rcv_rsn_next;	 /* one past the newest receive taken */
+	uint32_t rcv_taken;	 /* receives taken, up to CONN_RECV_SLOTS */
+	uint32_t *rcv_first_ssn; /* CONN_RECV_SLOTS, by rsn: each receive's first send */
+	/* unsolicited messages that came before their receive, by ssn (CONN_UNSOL_CREDITS) */
+	struct unsol_held *held;
+	uint8_t *held_bytes; /* CONN_UNSOL_CREDITS x CONN_EAGER_BYTES */
 	uint32_t last_ts;	      /* ts of the latest reliable packet, echoed in acks */
 	bool ack_due;	   /* something arrived that the peer has not seen acked */
 	bool ack_now;	   /* the sender needs this ack at once (a message done, a hole, ...) */

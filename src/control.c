@@ -26,7 +26,9 @@
 
 #define HANDLE_MAGIC 0x48415250u /* "HARP" */
 #define HANDLE_VERSION 1
-#define HELLO_VERSION 3 /* 2: paths found by probing; 3: a frame may carry several records */
+/* 2: paths found by probing; 3: a frame may carry several records; 4: small sends may go
+ * unsolicited */
+#define HELLO_VERSION 4
 
 /* What a harp_handle holds; the rest of its 128 bytes are zero. */
 struct handle_wire {

@@ -237,6 +237,10 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 		if (h->len == 0 && h->msg_len != 0) {
 			return WIRE_ERR_LEN; /* only a zero-byte message travels without payload */
 		}
+		if ((h->flags & HARP_DATA_F_UNSOL) &&
+		    (h->offset || h->len != h->msg_len || h->len > HARP_UNSOL_MAX_BYTES)) {
+			return WIRE_ERR_LEN; /* an unsolicited message is small and whole */
+		}
 		return WIRE_OK;
 	case HARP_PKT_ACK:
 		return h->len <= HARP_SACK_MAX_BYTES ? WIRE_OK : WIRE_ERR_LEN;

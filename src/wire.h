@@ -26,6 +26,11 @@
 #define HARP_ACK_F_PING 0x0001 /* ACK flags: the peer must answer with an ACK at once */
 /* DATA flags: the sender's send already completed (it keeps a copy): its ack need not hurry */
 #define HARP_DATA_F_DONE 0x0001
+/* DATA flags: unsolicited, sent before the receive's CTS reached the sender: rsn holds the
+ * send's sequence number, and the record is the whole message (offset 0, len = msg_len) */
+#define HARP_DATA_F_UNSOL 0x0002
+/* The largest unsolicited message: what the receiver holds until its receive is posted. */
+#define HARP_UNSOL_MAX_BYTES 256
 /* Bytes of headers in front of a data payload. */
 #define HARP_FRAME_OVERHEAD (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 
@@ -50,12 +55,13 @@ struct harp_hdr {
 	uint32_t ack_psn; /* every packet: all psn before this have arrived */
 	uint32_t ts;	  /* sender's clock, microseconds (truncated) */
 	uint32_t ts_echo; /* ACK: ts of the packet being acknowledged, for the RTT */
-	uint32_t rsn;	  /* DATA/CTS/MSGERR: sequence number of the receive; PROBE: round */
+	uint32_t rsn;	  /* DATA/CTS/MSGERR: sequence number of the receive (unsolicited DATA: of
+			   * the send); PROBE: round */
 	uint32_t tag;	  /* DATA/CTS: the message's tag; PROBE: candidate within the round */
 	uint64_t msg_len; /* DATA: message length; CTS: buffer capacity; MSGERR: rejected length */
 	uint64_t offset;  /* DATA: this payload's byte offset in the message */
 	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */
-	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; DATA: HARP_DATA_F_DONE; otherwise zero */
+	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; DATA: HARP_DATA_F_*; otherwise zero */
 	uint32_t reserved;
 } __attribute__((packed));
 _Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");

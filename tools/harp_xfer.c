@@ -577,6 +577,8 @@ static void report(struct run *r, double secs, int rc)
 			sum.probes_sent += cs.probes_sent;
 			sum.random_losses += cs.random_losses;
 			sum.pings += cs.pings;
+			sum.msgs_unsolicited += cs.msgs_unsolicited;
+			sum.msgs_held += cs.msgs_held;
 			paths_min = cs.paths < paths_min ? cs.paths : paths_min;
 			paths_max = cs.paths > paths_max ? cs.paths : paths_max;
 		}
@@ -626,6 +628,8 @@ static void report(struct run *r, double secs, int rc)
 	printf("rx_duplicates=%" PRIu64 "\nrx_out_of_order=%" PRIu64 "\n", sum.rx_duplicates,
 	       sum.rx_out_of_order);
 	printf("tx_frames=%" PRIu64 "\ntx_bundled=%" PRIu64 "\n", qsum.tx_packets, qsum.tx_bundled);
+	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
+	       sum.msgs_held);
 	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
 	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.xdp_rx_dropped);
 	printf("xdp_rx_ring_full=%" PRIu64 "\nxdp_fill_ring_empty=%" PRIu64

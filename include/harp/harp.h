@@ -161,10 +161,11 @@ HARP_API int harp_conn__isend(struct harp_conn *conn, const void *buf, size_t le
 /* Largest number of buffers one irecv may carry. */
 #define HARP_RECV_MAX_BUFS 8
 /*
- * Posts one receive of n buffers (1..HARP_RECV_MAX_BUFS), each with a capacity and a tag. Each
- * send matches, by tag, a buffer of the oldest receive that still has one free with that tag.
- * A send larger than its buffer fails on both sides with -EMSGSIZE. Like isend, it sends
- * nothing itself (the peer learns of it at the next harp_req__test()).
+ * Posts one receive of n buffers (1..HARP_RECV_MAX_BUFS), each with a capacity and a tag; the
+ * tags of one receive differ. Receives take the peer's sends in order, n at a time, and each
+ * send lands in the buffer of its tag (as NCCL's grouped receives do). A send larger than its
+ * buffer fails on both sides with -EMSGSIZE. Like isend, it sends nothing itself (the peer
+ * learns of it at the next harp_req__test()); a send of up to 256 bytes does not wait for that.
  */
 HARP_API int harp_conn__irecv(struct harp_conn *conn, int n, void **bufs, const size_t *sizes,
 			      const uint32_t *tags, struct harp_mr **mrs, struct harp_req **req);
@@ -193,6 +194,8 @@ struct harp_conn_stats {
 	uint64_t probes_sent;	/* path probes sent */
 	uint64_t random_losses; /* losses judged random (no queueing, low rate): window kept */
 	uint64_t pings;		/* liveness pings sent while requests waited on a silent peer */
+	uint64_t msgs_unsolicited; /* small sends that went before the peer's receive was known */
+	uint64_t msgs_held;	   /* such messages that arrived before our receive: held for it */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

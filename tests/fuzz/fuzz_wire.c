@@ -131,6 +131,10 @@ static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t s
 		CHECK(p->h.offset <= p->h.msg_len);
 		CHECK(p->h.len <= p->h.msg_len - p->h.offset);
 		CHECK(p->h.len > 0 || p->h.msg_len == 0);
+		if (p->h.flags & HARP_DATA_F_UNSOL) { /* a whole small message */
+			CHECK(p->h.offset == 0 && p->h.len == p->h.msg_len);
+			CHECK(p->h.len <= HARP_UNSOL_MAX_BYTES);
+		}
 		break;
 	case HARP_PKT_ACK:
 		CHECK(p->h.len <= HARP_SACK_MAX_BYTES);

@@ -156,6 +156,14 @@ int main(int argc, char **argv)
 	h.len = 0;
 	err |= seed(argv[1], "data-empty", &h, 0);
 
+	h.flags = HARP_DATA_F_DONE | HARP_DATA_F_UNSOL;
+	h.msg_len = 100;
+	h.len = 100;
+	err |= seed(argv[1], "data-unsolicited", &h, h.len);
+	h.flags = 0;
+	h.msg_len = 0;
+	h.len = 0;
+
 	h.type = HARP_PKT_ACK;
 	h.len = 64;
 	h.ts_echo = 999;

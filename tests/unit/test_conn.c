@@ -876,6 +876,303 @@ static void test_eager_credit(void **state)
 	}
 }
 
+/* Posts one receive of one buffer on c. */
+static struct harp_req *post_recv1(struct harp_conn *c, uint8_t *buf, uint64_t cap, uint32_t tag)
+{
+	return post_recv(c, 1, &buf, &cap, &tag);
+}
+
+/*
+ * Small sends before any receive: they go at once as unsolicited DATA naming their sequence
+ * numbers, the receiver holds them, and the receives posted later take them (byte-exact) without
+ * waiting for anything. The sends complete once the CTS of their receives arrive; a larger send
+ * still waits for its CTS.
+ */
+static void test_unsolicited_held(void **state)
+{
+	struct pair *p = *state;
+	static const uint64_t lens[3] = { 8, 0, CONN_EAGER_BYTES };
+	uint8_t src[3][CONN_EAGER_BYTES], dst[3][CONN_EAGER_BYTES], big[900], big_dst[900];
+	struct harp_req *s[3], *r[3], *sb, *rb;
+	int i;
+
+	memset(dst, 0, sizeof(dst));
+	for (i = 0; i < 3; i++) {
+		fill_pattern(src[i], sizeof(src[i]), 40u + (uint32_t)i);
+		s[i] = post_send(&p->a, src[i], lens[i], 5);
+	}
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(p->ab.p[i].h.flags, HARP_DATA_F_DONE | HARP_DATA_F_UNSOL);
+		assert_int_equal(p->ab.p[i].h.rsn, (uint32_t)i); /* the send's sequence number */
+		assert_int_equal(p->ab.p[i].h.len, lens[i]);
+		assert_int_equal(req_state(s[i]), REQ_PENDING); /* its buffer is not known yet */
+	}
+	assert_int_equal(p->a.stats.msgs_unsolicited, 3);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(p->b.stats.msgs_held, 3);
+	for (i = 0; i < 3; i++) {
+		r[i] = post_recv1(&p->b, dst[i], sizeof(dst[i]), 5);
+		/* placed at once; done as soon as its CTS has a psn */
+		assert_int_equal(req_state(r[i]), REQ_PENDING);
+	}
+	emit(&p->b, &p->ba, p->now, false);
+	assert_int_equal(count_type(&p->ba, HARP_PKT_CTS), 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(req_state(r[i]), REQ_DONE);
+		assert_int_equal(r[i]->recv.msg_len[0], lens[i]);
+		assert_memory_equal(dst[i], src[i], lens[i]);
+	}
+	deliver_all(&p->a, &p->ba, p->now);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(req_state(s[i]), REQ_DONE);
+	}
+	assert_int_equal(p->a.ssn_bound, p->a.ssn_cur);
+
+	/* too big to go unsolicited: nothing leaves until the receive is announced */
+	fill_pattern(big, sizeof(big), 44);
+	sb = post_send(&p->a, big, sizeof(big), 5);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 0);
+	rb = post_recv1(&p->b, big_dst, sizeof(big_dst), 5);
+	run_clean(p);
+	assert_int_equal(req_state(sb), REQ_DONE);
+	assert_int_equal(req_state(rb), REQ_DONE);
+	assert_memory_equal(big_dst, big, sizeof(big));
+	assert_int_equal(p->a.stats.msgs_unsolicited, 3);
+	for (i = 0; i < 3; i++) {
+		free(s[i]);
+		free(r[i]);
+	}
+	free(sb);
+	free(rb);
+}
+
+/*
+ * A receive posted while an unsolicited send is on its way: the send lands in it directly, and
+ * the CTS that crossed it on the wire binds the send. Lost on the way, the send is sent again
+ * from its copy even after it completed.
+ */
+static void test_unsolicited_crossing(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[64], orig[64], dst[64] = { 0 };
+	struct harp_req *s, *r;
+	struct wire cts;
+	struct pkt held[4];
+
+	fill_pattern(src, sizeof(src), 50);
+	memcpy(orig, src, sizeof(src));
+	r = post_recv1(&p->b, dst, sizeof(dst), 1);
+	emit(&p->b, &p->ba, p->now, false); /* its CTS, not delivered yet */
+	assert_int_equal(count_type(&p->ba, HARP_PKT_CTS), 1);
+	memcpy(held, p->ba.p, sizeof(held[0]) * (size_t)p->ba.n);
+	cts.p = held;
+	cts.n = p->ba.n;
+	p->ba.n = 0;
+	s = post_send(&p->a, src, sizeof(src), 1);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(p->ab.p[0].h.flags, HARP_DATA_F_DONE | HARP_DATA_F_UNSOL);
+	p->ab.n = 0; /* lost */
+	deliver_all(&p->a, &cts, p->now);
+	assert_int_equal(req_state(s), REQ_DONE); /* bound: the receive's buffer fits */
+	memset(src, 0xee, sizeof(src));
+	p->now += 2000000000ull;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 1);
+	assert_int_equal(p->ab.p[0].h.flags, HARP_DATA_F_DONE | HARP_DATA_F_UNSOL);
+	assert_memory_equal(p->ab.p[0].body, orig, sizeof(orig));
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(p->b.stats.msgs_held, 0); /* its receive was there */
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(dst, orig, sizeof(orig));
+	run_clean(p);
+	assert_int_equal(p->a.eager_used, 0);
+	free(s);
+	free(r);
+}
+
+/*
+ * Credits: with CONN_UNSOL_CREDITS sends waiting for their CTS, the next small send waits too;
+ * receives posted later take them all, in order.
+ */
+static void test_unsolicited_credits(void **state)
+{
+	enum { N = CONN_UNSOL_CREDITS + 4 };
+	struct pair *p = *state;
+	static uint8_t src[N][16], dst[N][16];
+	struct harp_req *s[N], *r[N];
+	int i;
+
+	p->a.paths[0].cc.cwnd = p->b.paths[0].cc.cwnd = 4 * N;
+	for (i = 0; i < N; i++) {
+		fill_pattern(src[i], sizeof(src[i]), 60u + (uint32_t)i);
+		s[i] = post_send(&p->a, src[i], sizeof(src[i]), 2);
+	}
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), CONN_UNSOL_CREDITS);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(p->b.stats.msgs_held, CONN_UNSOL_CREDITS);
+	for (i = 0; i < N; i++) {
+		r[i] = post_recv1(&p->b, dst[i], sizeof(dst[i]), 2);
+	}
+	run_clean(p);
+	assert_int_equal(p->a.stats.msgs_unsolicited, CONN_UNSOL_CREDITS);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(req_state(s[i]), REQ_DONE);
+		assert_int_equal(req_state(r[i]), REQ_DONE);
+		assert_memory_equal(dst[i], src[i], sizeof(src[i]));
+		free(s[i]);
+		free(r[i]);
+	}
+	assert_int_equal(p->a.eager_used, 0);
+}
+
+/*
+ * An unsolicited send too big for the buffer it falls to fails on both sides with EMSGSIZE, as
+ * any send does, and the buffer stays untouched; a grouped receive takes unsolicited sends by
+ * tag, whatever their order.
+ */
+static void test_unsolicited_msgsize_and_groups(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[200], dst[100], g[3][200], gsrc[3][200];
+	uint8_t *bufs[3] = { g[0], g[1], g[2] };
+	uint64_t caps[3] = { 200, 200, 200 }, glens[3] = { 150, 1, 0 };
+	uint32_t tags[3] = { 30, 31, 32 };
+	int order[3] = { 2, 0, 1 }, i;
+	struct harp_req *s, *r, *gs[3], *gr;
+
+	fill_pattern(src, sizeof(src), 70);
+	memset(dst, 0, sizeof(dst));
+	s = post_send(&p->a, src, 101, 9);
+	emit(&p->a, &p->ab, p->now, false);
+	deliver_all(&p->b, &p->ab, p->now);
+	r = post_recv1(&p->b, dst, sizeof(dst), 9);
+	run_clean(p);
+	assert_int_equal(req_state(s), REQ_FAILED);
+	assert_int_equal(s->err, -EMSGSIZE);
+	assert_int_equal(req_state(r), REQ_FAILED);
+	assert_int_equal(r->err, -EMSGSIZE);
+	assert_int_equal(r->recv.msg_len[0], 101);
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(dst[i], 0);
+	}
+
+	memset(g, 0, sizeof(g));
+	for (i = 0; i < 3; i++) {
+		int k = order[i];
+
+		fill_pattern(gsrc[k], sizeof(gsrc[k]), 80u + (uint32_t)k);
+		gs[i] = post_send(&p->a, gsrc[k], glens[k], tags[k]);
+	}
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	deliver_all(&p->b, &p->ab, p->now);
+	gr = post_recv(&p->b, 3, bufs, caps, tags);
+	run_clean(p);
+	assert_int_equal(req_state(gr), REQ_DONE);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(req_state(gs[i]), REQ_DONE);
+		assert_int_equal(gr->recv.msg_len[i], glens[i]);
+		assert_memory_equal(g[i], gsrc[i], glens[i]);
+		free(gs[i]);
+	}
+	assert_int_equal(atomic_load(&p->a.state), CONN_READY);
+	assert_int_equal(atomic_load(&p->b.state), CONN_READY);
+	free(s);
+	free(r);
+	free(gr);
+}
+
+/*
+ * A send whose tag the receive it falls to does not have breaks the matching rule: both sides
+ * fail the connection (EPROTO) instead of waiting for ever. So does an unsolicited record past
+ * the sender's credit.
+ */
+static void test_unsolicited_refused(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[8] = { 1 }, dst[8];
+	struct harp_req *s, *r;
+	struct wire_pkt wp;
+
+	s = post_send(&p->a, src, sizeof(src), 4);
+	emit(&p->a, &p->ab, p->now, false);
+	deliver_all(&p->b, &p->ab, p->now);
+	r = post_recv1(&p->b, dst, sizeof(dst), 6);
+	assert_int_equal(atomic_load(&p->b.state), CONN_FAILED);
+	assert_int_equal(req_state(r), REQ_FAILED);
+	assert_int_equal(r->err, -EPROTO);
+	free(r);
+
+	/* the sender finds it out from the CTS */
+	memset(&wp, 0, sizeof(wp));
+	wp.h.version = HARP_WIRE_VERSION;
+	wp.h.type = HARP_PKT_CTS;
+	wp.h.psn = 0;
+	wp.h.ack_psn = p->a.snd_una;
+	wp.h.nbufs = 1;
+	wp.h.msg_len = 8;
+	wp.h.tag = 6;
+	conn_on_packet(&p->a, &wp, p->now);
+	assert_int_equal(atomic_load(&p->a.state), CONN_FAILED);
+	assert_int_equal(req_state(s), REQ_FAILED);
+	assert_int_equal(s->err, -EPROTO);
+	free(s);
+}
+
+/*
+ * The peer closes before the CTS that would bind them arrive: unsolicited sends it acknowledged
+ * were delivered and complete; one it never got fails with ECONNRESET.
+ */
+static void test_unsolicited_peer_close(void **state)
+{
+	struct pair *p = *state;
+	uint8_t src[3][8] = { { 1 }, { 2 }, { 3 } };
+	struct harp_req *s[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		s[i] = post_send(&p->a, src[i], sizeof(src[i]), 1);
+	}
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	p->ab.n = 2; /* the third is lost */
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(p->b.stats.msgs_held, 2);
+	conn_on_peer_close(&p->a, p->b.rcv_nxt, p->now);
+	assert_int_equal(req_state(s[0]), REQ_DONE);
+	assert_int_equal(req_state(s[1]), REQ_DONE);
+	assert_int_equal(req_state(s[2]), REQ_FAILED);
+	assert_int_equal(s[2]->err, -ECONNRESET);
+	for (i = 0; i < 3; i++) {
+		free(s[i]);
+	}
+}
+
+/* Beyond the credit a sender may use, or not whole: the receiver refuses it. */
+static void test_unsolicited_beyond_credit(void **state)
+{
+	struct pair *p = *state;
+	uint8_t body[8] = { 0 };
+	struct wire_pkt wp;
+
+	memset(&wp, 0, sizeof(wp));
+	wp.h.version = HARP_WIRE_VERSION;
+	wp.h.type = HARP_PKT_DATA;
+	wp.h.flags = HARP_DATA_F_DONE | HARP_DATA_F_UNSOL;
+	wp.h.psn = 0;
+	wp.h.rsn = CONN_UNSOL_CREDITS; /* the receiver has taken no receive: ssn 0..credits-1 */
+	wp.h.len = wp.h.msg_len = sizeof(body);
+	wp.body = body;
+	conn_on_packet(&p->b, &wp, p->now);
+	assert_int_equal(atomic_load(&p->b.state), CONN_FAILED);
+	assert_int_equal(p->b.stats.msgs_held, 0);
+}
+
 /*
  * Closed with an eager send still unacked: pending requests fail at once, the send goes on from
  * its copy, and the connection may go once it is acked.
@@ -1166,6 +1463,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_crossing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_credits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_msgsize_and_groups, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_peer_close, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsolicited_beyond_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger_gives_up_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),

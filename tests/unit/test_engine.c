@@ -392,7 +392,8 @@ static void test_message_crosses(void **state)
 static void test_idle_connections_stay_off_the_lists(void **state)
 {
 	struct world *w = *state;
-	uint8_t msg[100] = { 1, 2, 3 }, got[100] = { 0 };
+	/* larger than an unsolicited send: it waits for its CTS */
+	uint8_t msg[HARP_UNSOL_MAX_BYTES + 44] = { 1, 2, 3 }, got[sizeof(msg)] = { 0 };
 	struct harp_req *s, *r;
 	uint64_t sent;
 	int i;

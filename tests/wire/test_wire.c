@@ -874,6 +874,35 @@ static void data_bounds(uint64_t msg_len, uint64_t offset, uint16_t len, enum wi
 	harp_mutation(hdr_data(msg_len, offset, len), len, want);
 }
 
+static struct harp_hdr hdr_unsol(uint64_t msg_len, uint64_t offset, uint16_t len)
+{
+	struct harp_hdr h = hdr_data(msg_len, offset, len);
+
+	h.flags = HARP_DATA_F_DONE | HARP_DATA_F_UNSOL;
+	h.buf_idx = 0;
+	return h;
+}
+
+/* Unsolicited DATA is one whole message of at most HARP_UNSOL_MAX_BYTES; anything else is refused. */
+static void test_unsolicited_bounds(void **state)
+{
+	struct harp_hdr h = hdr_unsol(HARP_UNSOL_MAX_BYTES, 0, HARP_UNSOL_MAX_BYTES);
+
+	(void)state;
+	round_trip(&h, HARP_UNSOL_MAX_BYTES);
+	h = hdr_unsol(0, 0, 0);
+	round_trip(&h, 0);
+	h = hdr_unsol(HARP_UNSOL_MAX_BYTES + 1, 0, HARP_UNSOL_MAX_BYTES + 1);
+	harp_mutation(h, h.len, WIRE_ERR_LEN); /* too big to hold */
+	h = hdr_unsol(200, 100, 100);
+	harp_mutation(h, h.len, WIRE_ERR_LEN); /* a slice, not the message */
+	h = hdr_unsol(200, 0, 100);
+	harp_mutation(h, h.len, WIRE_ERR_LEN);
+	/* the same slices without the flag are ordinary DATA */
+	h = hdr_data(200, 100, 100);
+	round_trip(&h, 100);
+}
+
 static void test_data_bounds(void **state)
 {
 	(void)state;
@@ -966,6 +995,7 @@ int main(void)
 		cmocka_unit_test(test_bundle_round_trip),
 		cmocka_unit_test(test_bundle_refused),
 		cmocka_unit_test(test_cts_msgerr_with_payload),
+		cmocka_unit_test(test_unsolicited_bounds),
 		cmocka_unit_test(test_data_bounds),
 		cmocka_unit_test(test_check_order),
 		cmocka_unit_test(test_err_names),
