@@ -480,7 +480,7 @@ static void retry_add(struct harp_engine *e, struct harp_conn *c)
  */
 static void take_requests(struct harp_engine *e, uint64_t now)
 {
-	struct harp_conn *c, *next, **pp;
+	struct harp_conn *c, *next, *prev, **pp;
 
 	for (pp = &e->retry; (c = *pp);) {
 		if (take_from(e, c)) {
@@ -496,7 +496,16 @@ static void take_requests(struct harp_engine *e, uint64_t now)
 	/* acquire: pairs with engine_notify's release */
 	c = atomic_exchange_explicit(&e->to_take, NULL, memory_order_acquire);
 	adopt(e, now); /* a connection is handed over before its first request is posted */
-	for (; c; c = next) {
+	/* The list is newest first. Taken oldest first, the connection posted to last lands at
+	 * the head of the tx list (tx_list_add pushes) and sends first: after "receive, then send"
+	 * (a request-response's order: NCCL's proxy, the ping-pong), the DATA leaves before the
+	 * CTS, which an unsolicited send does not wait for. */
+	for (prev = NULL; c; c = next) {
+		next = c->links.next_take;
+		c->links.next_take = prev;
+		prev = c;
+	}
+	for (c = prev; c; c = next) {
 		next = c->links.next_take;
 		/* acquire: a notify that found the flag still set is visible, and so is its request */
 		atomic_exchange_explicit(&c->links.wants_take, false, memory_order_acq_rel);
