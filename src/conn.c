@@ -378,7 +378,6 @@ bool conn_take_request(struct harp_conn *c, struct harp_req *r)
 	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = r;
 	c->recvs_open++;
-	r->recv.first_ssn = c->rcv_ssn_next;
 	c->rcv_first_ssn[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = c->rcv_ssn_next;
 	c->rcv_ssn_next += (uint32_t)r->recv.nbufs;
 	c->rcv_rsn_next = r->recv.rsn + 1;
@@ -768,7 +767,8 @@ static struct harp_req *recv_covering(const struct harp_conn *c, uint32_t ssn)
 			continue;
 		}
 		r = c->recv_slots[rsn & (CONN_RECV_SLOTS - 1)];
-		if (!r || r->recv.rsn != rsn || ssn - r->recv.first_ssn >= (uint32_t)r->recv.nbufs) {
+		if (!r || r->recv.rsn != rsn ||
+		    ssn - c->rcv_first_ssn[rsn & (CONN_RECV_SLOTS - 1)] >= (uint32_t)r->recv.nbufs) {
 			return NULL; /* that receive is complete: the send was already placed */
 		}
 		return r;
@@ -818,7 +818,7 @@ static int unsol_claim(struct harp_conn *c, struct harp_req *r)
 	uint32_t k;
 
 	for (k = 0; k < (uint32_t)r->recv.nbufs; k++) {
-		uint32_t ssn = r->recv.first_ssn + k;
+		uint32_t ssn = c->rcv_first_ssn[r->recv.rsn & (CONN_RECV_SLOTS - 1)] + k;
 		struct unsol_held *m = &c->held[ssn & (CONN_UNSOL_CREDITS - 1)];
 		int err;
 
@@ -922,6 +922,38 @@ static int deliver_msgerr(struct harp_conn *c, const struct harp_hdr *h)
 	return 0;
 }
 
+/*
+ * The next send in order, of this tag, takes the buffer of its tag in the peer's oldest receive
+ * not fully taken (*g). Returns the buffer's index; CTS_NOT_YET while that receive is not
+ * (completely) announced; CTS_NO_TAG if it has no free buffer with the tag.
+ */
+enum { CTS_NOT_YET = -1, CTS_NO_TAG = -2 };
+
+static int cts_take(struct harp_conn *c, uint32_t tag, const struct cts_group **gp)
+{
+	struct cts_group *g = &c->cts[c->cts_head_rsn & (CONN_RECV_SLOTS - 1)];
+	int i;
+
+	*gp = g;
+	if (!g->valid || g->rsn != c->cts_head_rsn || g->arrived < g->nbufs) {
+		return CTS_NOT_YET;
+	}
+	for (i = 0; i < g->nbufs; i++) {
+		if (!(g->matched_mask & (1u << i)) && g->tag[i] == tag) {
+			break;
+		}
+	}
+	if (i == g->nbufs) {
+		return CTS_NO_TAG;
+	}
+	g->matched_mask |= 1u << i;
+	if (g->matched_mask == (1u << g->nbufs) - 1) {
+		g->valid = false; /* its fields stay readable until the slot is reused */
+		c->cts_head_rsn++;
+	}
+	return i;
+}
+
 /* Completes an unsolicited send; its packet, if still unacked, goes on from the copy. */
 static void unsol_release(struct harp_conn *c, struct harp_req *s, int err)
 {
@@ -941,29 +973,19 @@ static void unsol_release(struct harp_conn *c, struct harp_req *s, int err)
 static int bind_unsol(struct harp_conn *c)
 {
 	while (psn_before(c->ssn_bound, c->ssn_cur)) {
-		struct cts_group *g = &c->cts[c->cts_head_rsn & (CONN_RECV_SLOTS - 1)];
 		struct harp_req *s = c->send_slots[c->ssn_bound & (CONN_REQS - 1)];
 		uint32_t tag = c->unsol_tag[c->ssn_bound & (CONN_UNSOL_CREDITS - 1)];
-		uint8_t i;
+		const struct cts_group *g;
+		int i = cts_take(c, tag, &g);
 
-		if (!g->valid || g->rsn != c->cts_head_rsn || g->arrived < g->nbufs) {
-			return 0; /* that receive is not (completely) announced yet */
+		if (i == CTS_NOT_YET) {
+			return 0;
 		}
-		for (i = 0; i < g->nbufs; i++) {
-			if (!(g->matched_mask & (1u << i)) && g->tag[i] == tag) {
-				break;
-			}
-		}
-		if (i == g->nbufs) {
+		if (i == CTS_NO_TAG) {
 			pr_err("conn %u: send %u (tag %u) went ahead of the peer's receive %u, which "
 			       "has no free buffer with that tag",
 			       c->id, c->ssn_bound, tag, g->rsn);
 			return -EPROTO;
-		}
-		g->matched_mask |= 1u << i;
-		if (g->matched_mask == (1u << g->nbufs) - 1) {
-			g->valid = false;
-			c->cts_head_rsn++;
 		}
 		if (s && s->send.ssn == c->ssn_bound) {
 			unsol_release(c, s, s->send.len > g->cap[i] ? -EMSGSIZE : 0);
@@ -1271,29 +1293,16 @@ static void header_of(struct harp_conn *c, const struct tx_rec *rec, uint32_t ps
 /* Binds the first unmatched send to a buffer of the peer's oldest open receive, by tag. */
 static bool match_send(struct harp_conn *c, struct harp_req *s)
 {
-	struct cts_group *g = &c->cts[c->cts_head_rsn & (CONN_RECV_SLOTS - 1)];
-	uint8_t i;
+	const struct cts_group *g;
+	int i = cts_take(c, s->send.tag, &g);
 
-	if (!g->valid || g->rsn != c->cts_head_rsn || g->arrived < g->nbufs) {
-		return false; /* that receive is not (completely) announced yet */
+	if (i < 0) {
+		return false; /* not announced yet, or no buffer with this tag: wait */
 	}
-	for (i = 0; i < g->nbufs; i++) {
-		if (!(g->matched_mask & (1u << i)) && g->tag[i] == s->send.tag) {
-			break;
-		}
-	}
-	if (i == g->nbufs) {
-		return false; /* no buffer with this tag: wait for the receive that has one */
-	}
-	g->matched_mask |= 1u << i;
 	s->send.matched = true;
 	s->send.cap = g->cap[i];
 	s->send.rsn = g->rsn;
-	s->send.buf_idx = i;
-	if (g->matched_mask == (1u << g->nbufs) - 1) {
-		g->valid = false;
-		c->cts_head_rsn++;
-	}
+	s->send.buf_idx = (uint8_t)i;
 	return true;
 }
 
@@ -1303,20 +1312,25 @@ static bool match_send(struct harp_conn *c, struct harp_req *s)
  * caller can then reuse its buffer, and no ack need hurry back (HARP_DATA_F_DONE): in a 8 B
  * ping-pong each side's ack had been a packet on the critical path.
  */
-static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
+/* Copies s's payload (at most CONN_EAGER_BYTES) into a free slot, which rec then sends from. */
+static void eager_copy(struct harp_conn *c, struct tx_rec *rec, const struct harp_req *s)
 {
 	_Static_assert(CONN_EAGER_SLOTS == 64, "one bit per slot in eager_used");
-	int slot;
+	int slot = __builtin_ctzll(~c->eager_used);
 
-	if (s->send.len > CONN_EAGER_BYTES || !~c->eager_used) {
-		return; /* too big, or every slot waits for an ack: completes on the ack */
-	}
-	slot = __builtin_ctzll(~c->eager_used);
 	c->eager_used |= 1ull << slot;
 	if (s->send.len) {
 		memcpy(c->eager_copies + (size_t)slot * CONN_EAGER_BYTES, s->send.buf, s->send.len);
 	}
 	rec->eager = (uint8_t)(slot + 1);
+}
+
+static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
+{
+	if (s->send.len > CONN_EAGER_BYTES || !~c->eager_used) {
+		return; /* too big, or every slot waits for an ack: completes on the ack */
+	}
+	eager_copy(c, rec, s);
 	rec->sreq = NULL;
 	send_release(c, s, 0);
 }
@@ -1336,17 +1350,11 @@ static bool unsol_ok(const struct harp_conn *c, const struct harp_req *s)
 /* rec: s as one unsolicited DATA record, its payload copied to a slot. */
 static void next_unsol(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
 {
-	int slot = __builtin_ctzll(~c->eager_used);
-
-	c->eager_used |= 1ull << slot;
-	if (s->send.len) {
-		memcpy(c->eager_copies + (size_t)slot * CONN_EAGER_BYTES, s->send.buf, s->send.len);
-	}
+	eager_copy(c, rec, s);
 	rec->type = HARP_PKT_DATA;
 	rec->unsol = true;
 	rec->sreq = s; /* for its ack (see conn_on_peer_close), until it completes */
 	s->send.unsol_psn = c->snd_nxt; /* rec is rec_of(c, snd_nxt) */
-	rec->eager = (uint8_t)(slot + 1);
 	rec->rsn = s->send.ssn;
 	rec->tag = s->send.tag;
 	rec->msg_len = s->send.len;

@@ -66,7 +66,6 @@ struct harp_req {
 		struct {
 			int nbufs;
 			uint32_t rsn;
-			uint32_t first_ssn; /* it takes the peer's sends first_ssn .. + nbufs - 1 */
 			uint8_t *bufs[HARP_RECV_MAX_BUFS];
 			uint64_t cap[HARP_RECV_MAX_BUFS];
 			uint32_t tag[HARP_RECV_MAX_BUFS];
@@ -248,7 +247,7 @@ struct harp_conn {
 	uint32_t rcv_ssn_next;	 /* the first send of the next receive taken */
 	uint32_t rcv_rsn_next;	 /* one past the newest receive taken */
 	uint32_t rcv_taken;	 /* receives taken, up to CONN_RECV_SLOTS */
-	uint32_t *rcv_first_ssn; /* CONN_RECV_SLOTS, by rsn: each receive's first send */
+	uint32_t *rcv_first_ssn; /* CONN_RECV_SLOTS, by rsn: the first send each receive takes */
 	/* unsolicited messages that came before their receive, by ssn (CONN_UNSOL_CREDITS) */
 	struct unsol_held *held;
 	uint8_t *held_bytes; /* CONN_UNSOL_CREDITS x CONN_EAGER_BYTES */
