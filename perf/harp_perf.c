@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net_shim.h"
@@ -60,6 +61,7 @@ struct opts {
 	int window, conns;
 	int rank, nranks;
 	int idle_s;
+	int away_us;
 };
 
 /* One connection: a send comm to the peer and a recv comm from it, both through one listen. */
@@ -203,6 +205,8 @@ static void usage(void)
 		"                   into the plugin; prints the CPU this process used meanwhile\n"
 		"  --bytes B        stream, bidir: bytes per connection and direction\n"
 		"  --count N        msgrate: messages per connection\n"
+		"  --away-us U      stream, msgrate: the receiving side is away U us after each round\n"
+		"                   of calls (a rank computing); its transport moves data meanwhile\n"
 		"  --rank R --nranks N   allreduce: this rank and the ring's size (2..64)\n"
 		"  --verbose        the plugin's INFO lines on stderr\n",
 		default_plugin(), MAX_WINDOW, MAX_CONNS);
@@ -291,7 +295,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },   { "count", required_argument, NULL, 'N' },
 		{ "rank", required_argument, NULL, 'R' },    { "nranks", required_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },	     { "help", no_argument, NULL, 'h' },
-		{ "idle", required_argument, NULL, 'I' },
+		{ "idle", required_argument, NULL, 'I' },    { "away-us", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, i, rc = 0;
@@ -323,6 +327,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'n': rc = int_arg("--iters", optarg, 1, 100000000, &o->iters); break;
 		case 'w': rc = int_arg("--warmup", optarg, 0, 100000000, &o->warmup); break;
 		case 'I': rc = int_arg("--idle", optarg, 0, 3600, &o->idle_s); break;
+		case 'A': rc = int_arg("--away-us", optarg, 0, 1000000, &o->away_us); break;
 		case 's': rc = size_opt("--size", optarg, 1, 1ull << 30, &o->size, "bytes"); break;
 		case 'W': rc = int_arg("--window", optarg, 1, MAX_WINDOW, &o->window); break;
 		case 'c': rc = int_arg("--conns", optarg, 1, MAX_CONNS, &o->conns); break;
@@ -823,10 +828,26 @@ static int flows_run(struct flows *fs)
 					break;
 				}
 			}
-			if (f->done < f->posted && flow_test(fs, f) < 0) {
-				return -1;
-			}
+			/* back from away, it takes what completed meanwhile, not one message */
+			do {
+				rc = f->done < f->posted ? flow_test(fs, f) : 0;
+				if (rc < 0) {
+					return -1;
+				}
+				while (rc && f->posted < fs->total &&
+				       f->posted - f->done < (uint64_t)fs->window) {
+					if ((rc = flow_post(fs, f)) < 0) {
+						return -1;
+					}
+				}
+			} while (rc && P.o.away_us);
 			busy |= f->done < fs->total;
+		}
+		if (busy && P.o.away_us && P.o.server && P.o.test != T_BIDIR) {
+			struct timespec away = { .tv_sec = P.o.away_us / 1000000,
+						 .tv_nsec = P.o.away_us % 1000000 * 1000L };
+
+			nanosleep(&away, NULL);
 		}
 		if (busy && past_deadline()) {
 			fail("deadline reached with messages outstanding");
@@ -908,6 +929,7 @@ static int run_flows(void)
 	report_int(&r, "size", (int64_t)fs.size);
 	report_int(&r, "window", fs.window);
 	report_int(&r, "conns", nconn);
+	report_int(&r, "away_us", P.o.away_us);
 	{
 		/* a receiver's clock starts at its first message (the sender may start later) */
 		uint64_t msgs = recvs ? rx_msgs : tx_msgs;

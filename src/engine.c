@@ -11,13 +11,13 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
 
 #define RX_BATCH 64
-#define KEEPER_STARVED_NS (10 * 1000000ull) /* a nap overrun this long: SCHED_IDLE starved it */
 #define TX_BATCH 256
 #define CONN_BURST 64		     /* packets one connection may send per round */
 #define CTRL_PERIOD_NS (2 * 1000000ull) /* how often control sockets are looked at */
@@ -149,7 +149,9 @@ static void adopt(struct harp_engine *e, uint64_t now)
 	c = atomic_exchange_explicit(&e->handover, NULL, memory_order_acquire);
 
 	for (; c; c = next) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+		/* edge-triggered: a partial message (chan_poll leaves it) does not keep the set
+		 * ready, so the keeper's poll() on it cannot spin */
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c };
 
 		next = c->links.next_new;
 		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->ctrl_fd, &ev)) {
@@ -562,15 +564,16 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 }
 
 /* Control messages: a path found, a close. Read before the timers judge a connection. */
-static void read_control(struct harp_engine *e, uint64_t now)
+static void read_control(struct harp_engine *e, uint64_t now, bool now_too)
 {
 	struct epoll_event evs[32];
 	struct harp_conn *c;
 	int n, i;
 
 	/* A connection waiting for its first path waits for the peer's report on the control
-	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. */
-	if (now < e->next_ctrl_ns && !e->probing) {
+	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. The
+	 * keeper reads it on each of its passes: it sleeps in poll() on the set. */
+	if (now < e->next_ctrl_ns && !e->probing && !now_too) {
 		return;
 	}
 	e->next_ctrl_ns = now + CTRL_PERIOD_NS;
@@ -584,13 +587,13 @@ static void read_control(struct harp_engine *e, uint64_t now)
 	}
 }
 
-static void timers_and_control(struct harp_engine *e, uint64_t now)
+static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keeper)
 {
 	uint64_t peer_timeout = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull;
 	struct harp_conn *c, *next;
 
 	acks_due(e, now);
-	read_control(e, now);
+	read_control(e, now, by_keeper);
 	/* Timers run every TIMER_PERIOD_NS, not every pass: a pass under load takes a microsecond or
 	 * two, and this loop visits every connection. While one probes for paths, every pass. */
 	if (now < e->next_timer_ns && !e->probing) {
@@ -641,7 +644,20 @@ static void kick_failed(struct harp_engine *e, int err, uint64_t now)
 		(unsigned long long)e->stats.tx_kick_errors);
 }
 
-int engine_progress(struct harp_engine *e)
+/*
+ * When a pass must run next although no packet comes: an ack owed soon, a connection cut short
+ * (waiting for frames or ring slots), or the timers. Packets end the keeper's poll() on their own.
+ */
+static uint64_t engine_due(const struct harp_engine *e, uint64_t now)
+{
+	if (e->ack_wait || e->ack_list || e->tx_list || e->retry) {
+		return now + CONN_ACK_DELAY_NS;
+	}
+	return e->next_timer_ns;
+}
+
+/* One pass; -1 when another thread is in one. by_keeper: the keeper runs it, not a caller. */
+static int engine_pass(struct harp_engine *e, bool by_keeper)
 {
 	struct xsk_port *p = &e->port;
 	struct tx_batch b = { 0 };
@@ -656,10 +672,14 @@ int engine_progress(struct harp_engine *e)
 		 * again (under valgrind, whose threads take turns, a spinning caller kept a keeper
 		 * from finishing its pass for 16 s in CI). */
 		sched_yield();
-		return 0;
+		return -1;
 	}
 	now = now_ns();
-	atomic_store_explicit(&e->last_run_ns, now, memory_order_relaxed);
+	if (!by_keeper) { /* only the flag's holder writes it: no locked add */
+		atomic_store_explicit(&e->calls,
+				      atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	}
 	adopt(e, now);
 	xsk_port_reclaim(p);
 	for (i = 0; i < 4; i++) {
@@ -671,7 +691,7 @@ int engine_progress(struct harp_engine *e)
 	}
 	xsk_port_wake_rx(p);
 	take_requests(e, now);
-	timers_and_control(e, now);
+	timers_and_control(e, now, by_keeper);
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
 	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
@@ -692,35 +712,97 @@ int engine_progress(struct harp_engine *e)
 	if (err < 0) {
 		kick_failed(e, err, now);
 	}
+	atomic_store_explicit(&e->next_due_ns, engine_due(e, now), memory_order_relaxed);
 	/* release: our writes are visible to whichever thread runs the engine next */
 	atomic_store_explicit(&e->busy, false, memory_order_release);
 	return (int)(rx + b.used);
 }
 
+int engine_progress(struct harp_engine *e)
+{
+	int n = engine_pass(e, false);
+
+	return n < 0 ? 0 : n;
+}
+
 /*
  * The keeper. Progress normally runs in the caller's test(); but a rank whose receives are all
- * done stops calling, and then nothing answers a retransmission after a lost ack, so its peer's
- * send would hang until HARP_PEER_TIMEOUT_MS. The keeper runs any engine that no caller has run
- * for HARP_IDLE_PROGRESS_US, under the same try-flag, so it never competes with a busy caller.
+ * done stops calling (NCCL's proxy thread sleeps between operations), and then nothing would
+ * answer a retransmission after a lost ack, take a peer's small sends off the ring, or keep the
+ * connection's timers: its peer's send would hang until HARP_PEER_TIMEOUT_MS. The keeper runs
+ * every engine whose callers began fewer than KEEPER_CALLER_PASSES passes in the last
+ * HARP_IDLE_PROGRESS_US (keeper_watch), under the same try-flag.
  *
- * While callers run the engines, its wake-ups only look, and it naps under SCHED_IDLE so that a
- * wake-up never preempts a spinning caller: under the normal policy each one took a core from
- * one, and on 2 vCPUs the 8 B ping-pong's p99 was about twice that with no keeper at all
- * (perf/RESULTS.md). For a pass it takes the normal policy back (a preempted pass holds the
- * engine's flag, and a caller spinning on that engine would starve it). And it naps under the
- * normal policy too while it is the one running the engines and SCHED_IDLE has starved it (a nap
- * that overran by KEEPER_STARVED_NS): on a node whose cores are busy with other work (the rank
- * computing, a data loader) a SCHED_IDLE keeper went unscheduled for seconds, and a peer probing
- * for paths gave up on a live connection. Back under SCHED_IDLE once callers run the engines.
+ * While callers spin on the engines, it only looks, once per idle_ns, and naps under SCHED_IDLE
+ * in between, so that a wake-up never preempts a spinning caller: under the normal policy each
+ * one took a core from one, and on 2 vCPUs the 8 B ping-pong's p99 was about twice that with no
+ * keeper at all (perf/RESULTS.md). Once it runs engines itself it takes the normal policy (a
+ * SCHED_IDLE runner went unscheduled for seconds on a node whose cores were busy with other
+ * work, and a peer probing for paths gave up on a live connection) and keeps them: it runs
+ * passes KEEPER_BATCH_NS apart while they find work, then sleeps in poll() on their AF_XDP and
+ * control sockets until a packet comes or the earliest timer is due (keeper_plan). A request posted meanwhile waits
+ * for its caller's test(), or for idle_ns at most: waking the keeper for it would cost the
+ * caller a system call, and the keeper would then compete with that caller's own test().
  */
+bool keeper_watch(struct keeper_watch *w, uint64_t calls, uint64_t now, uint64_t idle_ns)
+{
+	if (calls - w->calls >= KEEPER_CALLER_PASSES) {
+		w->owned = false; /* callers spin on it */
+	} else if (now - w->since_ns < idle_ns) {
+		return w->owned; /* the window goes on */
+	} else {
+		w->owned = true; /* a whole window with few calls */
+	}
+	w->calls = calls;
+	w->since_ns = now;
+	return w->owned;
+}
+
+struct keeper_plan keeper_plan(int owned, bool worked, uint64_t now, uint64_t due_ns,
+			       uint64_t idle_ns)
+{
+	struct keeper_plan plan = { KEEPER_NAP, idle_ns };
+
+	if (!owned) {
+		return plan;
+	}
+	if (due_ns <= now) {
+		plan.step = KEEPER_AGAIN;
+		plan.wait_ns = 0;
+		return plan;
+	}
+	if (worked) {
+		plan.step = KEEPER_AGAIN;
+		plan.wait_ns = due_ns - now < KEEPER_BATCH_NS ? due_ns - now : KEEPER_BATCH_NS;
+		return plan;
+	}
+	plan.step = KEEPER_POLL;
+	/* at most idle_ns: engines the callers run go idle, requests posted with no test() */
+	plan.wait_ns = due_ns - now < idle_ns ? due_ns - now : idle_ns;
+	return plan;
+}
+
+static void keeper_sleep(struct engine_keeper *k, const struct keeper_plan *plan, int nfds)
+{
+	struct timespec ts = { .tv_sec = (time_t)(plan->wait_ns / 1000000000ull),
+			       .tv_nsec = (long)(plan->wait_ns % 1000000000ull) };
+
+	if (plan->step == KEEPER_NAP || (plan->step == KEEPER_AGAIN && plan->wait_ns)) {
+		nanosleep(&ts, NULL);
+	} else if (plan->step == KEEPER_POLL) {
+		atomic_fetch_add_explicit(&k->polls, 1, memory_order_relaxed);
+		if (ppoll(k->fds, (nfds_t)nfds, &ts, NULL) > 0) {
+			atomic_fetch_add_explicit(&k->wakes, 1, memory_order_relaxed);
+		}
+	}
+}
+
 static void *keeper_main(void *arg)
 {
 	struct engine_keeper *k = arg;
-	struct timespec nap = { .tv_sec = (time_t)(k->idle_ns / 1000000000ull),
-				.tv_nsec = (long)(k->idle_ns % 1000000000ull) };
 	struct sched_param prio = { 0 };
-	bool may_idle, idle, starved = false;
-	uint64_t before;
+	struct keeper_plan plan;
+	bool may_idle, idle;
 	int q, err;
 
 	err = pthread_setschedparam(pthread_self(), SCHED_IDLE, &prio);
@@ -729,33 +811,43 @@ static void *keeper_main(void *arg)
 			 strerror(err));
 	}
 	may_idle = idle = !err;
+	/* it sleeps 50 us between batches: the default slack of 50 us would double that */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 
 	while (!atomic_load_explicit(&k->stop, memory_order_relaxed)) {
-		uint64_t now = now_ns();
-		bool ran = false;
+		uint64_t now = now_ns(), due = UINT64_MAX;
+		uint32_t worked = 0;
+		int owned = 0, nfds = 0;
 
 		for (q = 0; q < k->nengines; q++) {
 			struct harp_engine *e = &k->engines[q];
+			uint64_t at;
+			int n;
 
-			if (now - atomic_load_explicit(&e->last_run_ns, memory_order_relaxed) <
-			    k->idle_ns) {
-				continue;
+			if (!keeper_watch(&k->watch[q],
+					  atomic_load_explicit(&e->calls, memory_order_relaxed), now,
+					  k->idle_ns)) {
+				continue; /* its callers run it */
 			}
 			if (idle) {
 				idle = !!pthread_setschedparam(pthread_self(), SCHED_OTHER, &prio);
 			}
-			engine_progress(e);
-			ran = true;
+			n = engine_pass(e, true);
+			if (n < 0) {
+				continue; /* a caller is in a pass: it runs it again */
+			}
+			worked += (uint32_t)n;
+			at = atomic_load_explicit(&e->next_due_ns, memory_order_relaxed);
+			due = at < due ? at : due;
+			k->fds[nfds++] = (struct pollfd){ .fd = e->port.fd, .events = POLLIN };
+			k->fds[nfds++] = (struct pollfd){ .fd = e->epfd, .events = POLLIN };
+			owned++;
 		}
-		starved &= ran; /* callers run the engines again */
-		if (may_idle && !idle && !starved) {
+		plan = keeper_plan(owned, worked > 0, now_ns(), due, k->idle_ns);
+		if (plan.step == KEEPER_NAP && may_idle && !idle) {
 			idle = !pthread_setschedparam(pthread_self(), SCHED_IDLE, &prio);
 		}
-		before = now_ns();
-		nanosleep(&nap, NULL);
-		if (idle && now_ns() - before > k->idle_ns + KEEPER_STARVED_NS) {
-			starved = true; /* busy cores kept an idle-policy thread off them */
-		}
+		keeper_sleep(k, &plan, nfds);
 	}
 	return NULL;
 }
@@ -772,9 +864,20 @@ int engine_keeper_start(struct engine_keeper *k, struct harp_engine *engines, in
 	k->engines = engines;
 	k->nengines = nengines;
 	k->idle_ns = (uint64_t)idle_us * 1000;
+	k->fds = calloc((size_t)nengines * 2, sizeof(*k->fds));
+	k->watch = calloc((size_t)nengines, sizeof(*k->watch));
+	if (!k->fds || !k->watch) {
+		free(k->fds);
+		free(k->watch);
+		return -ENOMEM;
+	}
 	err = pthread_create(&k->thread, NULL, keeper_main, k);
 	if (err) {
 		pr_err("keeper thread: pthread_create failed: %s", strerror(err));
+		free(k->fds);
+		free(k->watch);
+		k->fds = NULL;
+		k->watch = NULL;
 		return -err;
 	}
 	pthread_setname_np(k->thread, "harp-keeper");
@@ -789,6 +892,10 @@ void engine_keeper_stop(struct engine_keeper *k)
 	}
 	atomic_store(&k->stop, true);
 	pthread_join(k->thread, NULL);
+	free(k->fds);
+	free(k->watch);
+	k->fds = NULL;
+	k->watch = NULL;
 	k->started = false;
 }
 

@@ -8,6 +8,7 @@
 #ifndef HARP_ENGINE_H
 #define HARP_ENGINE_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -45,27 +46,71 @@ struct harp_engine {
 	uint64_t next_ctrl_ns;
 	uint64_t next_timer_ns; /* when every connection's timers run next */
 	uint32_t probing; /* connections without a path yet: control sockets read every pass */
-	_Atomic uint64_t last_run_ns; /* when a pass last began (the keeper reads it) */
+	_Atomic uint64_t calls;	       /* passes callers (not the keeper) began */
+	_Atomic uint64_t next_due_ns;  /* when a pass must run next, packets aside (engine_due) */
 	uint32_t rng;
 	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
 	struct harp_queue_stats stats;
 };
 
 /*
- * The keeper thread: runs any of its engines that no caller has run for idle_us (no thread
- * when idle_us is 0).
+ * The keeper thread: runs the engines no caller has run for idle_us (no thread when idle_us is
+ * 0). While callers run every engine it naps; while it runs some itself it sleeps in poll() on
+ * their sockets, so a packet for an idle rank is answered at once, not at the next nap's end.
  */
+struct keeper_watch {
+	uint64_t calls;	   /* the engine's calls when this window began */
+	uint64_t since_ns; /* when it began */
+	bool owned;	   /* the keeper runs the engine */
+};
 struct engine_keeper {
 	struct harp_engine *engines;
+	struct keeper_watch *watch; /* one per engine */
 	int nengines;
 	uint64_t idle_ns;
+	struct pollfd *fds; /* two per engine: its AF_XDP socket and its control sockets */
 	pthread_t thread;
 	bool started;
 	_Atomic bool stop;
+	_Atomic uint64_t polls, wakes; /* sleeps in poll(), and those a packet ended */
 };
 int engine_keeper_start(struct engine_keeper *k, struct harp_engine *engines, int nengines,
 			int idle_us);
 void engine_keeper_stop(struct engine_keeper *k);
+
+/*
+ * Whether the keeper runs an engine this round: its callers began fewer than
+ * KEEPER_CALLER_PASSES passes in a whole window of idle_ns (a rank whose caller went to sleep or
+ * to compute). As soon as they begin that many in one window (a caller spinning on test()
+ * again), the engine is theirs, and the window starts over. Pure, as keeper_plan is.
+ */
+#define KEEPER_CALLER_PASSES 16
+/*
+ * While passes find work, the keeper sleeps this long between them (less when an ack or a timer
+ * is due sooner), so that packets gather into batches, as a NIC moderates its interrupts: the engines it owns are those of callers who
+ * are away, and none of them waits on a completion meanwhile. A pass that finds nothing sends it
+ * to poll(). Spinning instead cost a receiver whose caller was away 1 ms after each round twice
+ * the CPU per GiB for the same goodput (perf/RESULTS.md, "The keeper sleeps in poll()").
+ */
+#define KEEPER_BATCH_NS 50000
+bool keeper_watch(struct keeper_watch *w, uint64_t calls, uint64_t now, uint64_t idle_ns);
+
+/*
+ * The keeper's next step, from what its last round saw (a pure function: unit_engine walks it
+ * through its states). owned: engines it ran itself (keeper_watch); worked: a pass of its last
+ * round found work; due_ns: the earliest next_due_ns among them.
+ */
+enum keeper_step {
+	KEEPER_NAP,   /* callers run every engine: look again after wait_ns (SCHED_IDLE) */
+	KEEPER_AGAIN, /* the last pass found work, or a timer is due: again after wait_ns */
+	KEEPER_POLL,  /* nothing to do: sleep in poll() until a packet, or wait_ns */
+};
+struct keeper_plan {
+	enum keeper_step step;
+	uint64_t wait_ns;
+};
+struct keeper_plan keeper_plan(int owned, bool worked, uint64_t now, uint64_t due_ns,
+			       uint64_t idle_ns);
 
 int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, int busy_wait_ms);
 void engine_fini(struct harp_engine *e);

@@ -522,7 +522,7 @@ static void test_delayed_ack_list(void **state)
 	static uint8_t src[10 * PAYLOAD], dst[10 * PAYLOAD];
 	struct harp_req *s, *r;
 	struct timespec pause = { .tv_nsec = 2 * CONN_ACK_DELAY_NS };
-	uint64_t sent;
+	uint64_t sent, t0, due, calls;
 
 	pair_open(w, 0);
 	r = post_recv(&w->b.conns[0], dst, sizeof(dst));
@@ -533,7 +533,13 @@ static void test_delayed_ack_list(void **state)
 	assert_int_equal(wire_move(&w->a, &w->b, 3), 10); /* only the first 3 of 10 arrive */
 
 	sent = w->b.e.stats.tx_packets;
+	t0 = now_ns();
+	calls = atomic_load(&w->b.e.calls);
 	engine_progress(&w->b.e);
+	/* the keeper, were it running B, would wake for the ack's time, not the timers' */
+	due = atomic_load(&w->b.e.next_due_ns);
+	assert_true(due >= t0 + CONN_ACK_DELAY_NS && due <= now_ns() + CONN_ACK_DELAY_NS);
+	assert_int_equal(atomic_load(&w->b.e.calls), calls + 1); /* a caller's pass */
 	assert_true(w->b.conns[0].links.on_ack_wait);
 	assert_ptr_equal(w->b.e.ack_wait, &w->b.conns[0]);
 	assert_int_equal(w->b.e.stats.tx_packets, sent); /* in order, not due yet */
@@ -545,6 +551,8 @@ static void test_delayed_ack_list(void **state)
 	assert_int_equal(last_sent(&w->b).h.ack_psn, 3); /* the three that arrived, in order */
 	assert_null(w->b.e.ack_wait);
 	assert_false(w->b.conns[0].links.on_ack_wait);
+	/* nothing owed and nothing cut short: the next pass is the timers' */
+	assert_int_equal(atomic_load(&w->b.e.next_due_ns), w->b.e.next_timer_ns);
 	free(s);
 	free(r);
 }
@@ -607,6 +615,79 @@ static void test_close_before_take(void **state)
 	free(r0);
 }
 
+/* Who runs an engine: its callers while they spin on it, the keeper after a quiet window. */
+static void test_keeper_watch(void **state)
+{
+	const uint64_t idle = 1000000, t = 5000000000ull;
+	struct keeper_watch kw = { 0 };
+	uint64_t calls = 500;
+
+	(void)state;
+	/* callers spinning: theirs, at every look */
+	assert_false(keeper_watch(&kw, calls, t, idle));
+	calls += 40000;
+	assert_false(keeper_watch(&kw, calls, t + idle, idle));
+	/* they stop (NCCL's proxy between operations): a whole window with none, then the keeper's */
+	assert_false(keeper_watch(&kw, calls, t + idle + idle / 2, idle));
+	assert_true(keeper_watch(&kw, calls, t + 2 * idle, idle));
+	/* a caller that looks in once a millisecond (a rank computing) leaves it the keeper's */
+	calls += 1;
+	assert_true(keeper_watch(&kw, calls, t + 2 * idle + 5000, idle));
+	calls += 1;
+	assert_true(keeper_watch(&kw, calls, t + 3 * idle + 1, idle));
+	assert_true(keeper_watch(&kw, calls + KEEPER_CALLER_PASSES - 1, t + 3 * idle + 2000, idle));
+	/* a caller spinning again takes it back within KEEPER_CALLER_PASSES passes, mid-window */
+	calls += KEEPER_CALLER_PASSES;
+	assert_false(keeper_watch(&kw, calls, t + 3 * idle + 3000, idle));
+	assert_false(keeper_watch(&kw, calls + 3, t + 3 * idle + 9000, idle));
+	/* and the keeper has it again only after a whole quiet window */
+	assert_true(keeper_watch(&kw, calls + 3, t + 4 * idle + 3000, idle));
+}
+
+/*
+ * The keeper's steps: it naps while callers run every engine; once it runs one itself, it runs
+ * passes KEEPER_BATCH_NS apart while they find work, at once when a timer is due, and otherwise
+ * sleeps in poll() until the earliest timer, never longer than idle_ns.
+ */
+static void test_keeper_plan(void **state)
+{
+	const uint64_t idle = 1000000, now = 5000000000ull;
+	struct keeper_plan p;
+
+	(void)state;
+	p = keeper_plan(0, false, now, UINT64_MAX, idle); /* callers run them all */
+	assert_int_equal(p.step, KEEPER_NAP);
+	assert_int_equal(p.wait_ns, idle);
+	p = keeper_plan(0, true, now, now, idle); /* what it found before a caller came back */
+	assert_int_equal(p.step, KEEPER_NAP);
+
+	/* packets handled: again, once the next batch had time to gather */
+	p = keeper_plan(1, true, now, now + 300000, idle);
+	assert_int_equal(p.step, KEEPER_AGAIN);
+	assert_int_equal(p.wait_ns, KEEPER_BATCH_NS);
+	/* but not past a timer due sooner */
+	p = keeper_plan(1, true, now, now + KEEPER_BATCH_NS / 4, idle);
+	assert_int_equal(p.step, KEEPER_AGAIN);
+	assert_int_equal(p.wait_ns, KEEPER_BATCH_NS / 4);
+	p = keeper_plan(2, false, now, now, idle); /* a timer due now: at once */
+	assert_int_equal(p.step, KEEPER_AGAIN);
+	assert_int_equal(p.wait_ns, 0);
+	p = keeper_plan(1, true, now, now - 1, idle); /* overdue */
+	assert_int_equal(p.step, KEEPER_AGAIN);
+	assert_int_equal(p.wait_ns, 0);
+
+	/* a pass that found nothing: it sleeps, until an ack owed soon */
+	p = keeper_plan(1, false, now, now + CONN_ACK_DELAY_NS, idle);
+	assert_int_equal(p.step, KEEPER_POLL);
+	assert_int_equal(p.wait_ns, CONN_ACK_DELAY_NS);
+	p = keeper_plan(1, false, now, now + 3 * idle, idle); /* a far timer: idle_ns at most */
+	assert_int_equal(p.step, KEEPER_POLL);
+	assert_int_equal(p.wait_ns, idle);
+	p = keeper_plan(3, false, now, UINT64_MAX, idle); /* engines that said nothing */
+	assert_int_equal(p.step, KEEPER_POLL);
+	assert_int_equal(p.wait_ns, idle);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,6 +698,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_delayed_ack_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),
+		cmocka_unit_test(test_keeper_watch),
+		cmocka_unit_test(test_keeper_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
