@@ -65,6 +65,7 @@ else
 fi
 
 if ((build_too)); then
-	cmake -S "$root" -B "$build"
+	# the tests need the fault injector; developers and CI want warnings to stop the build
+	cmake -S "$root" -B "$build" -DHARP_FAULT_INJECTION=ON -DHARP_WERROR=ON
 	cmake --build "$build" -j "$(nproc)"
 fi

@@ -54,6 +54,13 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		pr_err("%s", err);
 		return rc;
 	}
+#ifndef HARP_FAULT_INJECTION
+	if (p->fault_drop_ppm) {
+		pr_warn("HARP_FAULT_DROP_PPM=%d is ignored: this build has no fault injector (a test "
+			"build configured with -DHARP_FAULT_INJECTION=ON has one)",
+			p->fault_drop_ppm);
+	}
+#endif
 	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
 		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
 		       (size_t)HARP_CTX_OPTS_SZ_V1);
