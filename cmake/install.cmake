@@ -25,11 +25,14 @@ install(FILES ${BPF_OBJ} DESTINATION ${CMAKE_INSTALL_DATADIR}/harp)
 
 # harp.pc gets its prefix at install time, where `cmake --install --prefix P` sets it (pkg-config
 # has no relocatable prefix that every version understands): configured now with everything but
-# the prefix, whose placeholder the install step fills.
+# the prefix, whose placeholder the install step fills as it writes the file into its place, so
+# installing writes nothing into the build tree (which may be read-only).
 if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
 	set(HARP_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})
+	set(HARP_PC_DIR "\$ENV{DESTDIR}${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 else()
 	set(HARP_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+	set(HARP_PC_DIR "\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 endif()
 if(IS_ABSOLUTE ${CMAKE_INSTALL_INCLUDEDIR})
 	set(HARP_PC_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
@@ -38,9 +41,11 @@ else()
 endif()
 set(HARP_PC_PREFIX "@CMAKE_INSTALL_PREFIX@")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/harp.pc.in ${CMAKE_BINARY_DIR}/pkgconfig/harp.pc.in @ONLY)
-install(CODE "configure_file(\"${CMAKE_BINARY_DIR}/pkgconfig/harp.pc.in\"
-	\"${CMAKE_BINARY_DIR}/pkgconfig/harp.pc\" @ONLY)")
-install(FILES ${CMAKE_BINARY_DIR}/pkgconfig/harp.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(CODE "
+	set(harp_pc \"${HARP_PC_DIR}/harp.pc\")
+	message(STATUS \"Installing: \${harp_pc}\")
+	configure_file(\"${CMAKE_BINARY_DIR}/pkgconfig/harp.pc.in\" \"\${harp_pc}\" @ONLY)
+	list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${harp_pc}\")")
 
 # The CMake package is relocatable: its paths are found from the config file's own place.
 set(HARP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/harp)
@@ -51,3 +56,10 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/cmake/harpConfigVersion.cma
 install(EXPORT harpTargets NAMESPACE harp:: DESTINATION ${HARP_CMAKE_DIR})
 install(FILES ${CMAKE_BINARY_DIR}/cmake/harpConfig.cmake
 	${CMAKE_BINARY_DIR}/cmake/harpConfigVersion.cmake DESTINATION ${HARP_CMAKE_DIR})
+
+if(HARP_FAULT_INJECTION)
+	install(CODE "message(WARNING \"this build carries the test fault injector \
+(HARP_FAULT_INJECTION=ON, as scripts/setup.sh configures for the tests): HARP_FAULT_DROP_PPM \
+set in a job's environment drops packets. For a production install, configure a build with \
+the default, -DHARP_FAULT_INJECTION=OFF.\")")
+endif()

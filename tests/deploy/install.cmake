@@ -2,7 +2,7 @@
 # deploy_install: `cmake --install` of this build into a fresh prefix and under DESTDIR, every file
 # of the layout checked, then programs built against the installed tree through pkg-config and
 # find_package(harp) (install.sh says what each check is). No root needed. RUN_SERIAL: installing
-# writes harp.pc into the build tree.
+# writes CMake's install_manifest.txt into the build tree.
 add_test(NAME deploy_install
 	COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install.sh
 		--build ${CMAKE_BINARY_DIR} --source ${CMAKE_SOURCE_DIR} --version ${PROJECT_VERSION}

@@ -215,15 +215,20 @@ check_tree() {
 }
 
 # install_into LOG DESTDIR ARGS...: cmake --install the build with ARGS (DESTDIR empty: none);
-# the log is printed on failure.
+# the log is printed on failure. Installing writes nothing into the build tree but CMake's own
+# install_manifest.txt, so that a packager may install from a tree it cannot write (harp.pc was
+# written there once).
 install_into() {
-	local log=$1 destdir=$2
+	local log=$1 destdir=$2 stamp=$tmp/before-install changed
 	shift 2
+	touch "$stamp"
 	if ! DESTDIR=$destdir "$cmake" --install "$build" "$@" >"$log" 2>&1; then
 		cat "$log" >&2
 		fail "cmake --install $* failed"
 		return 1
 	fi
+	changed=$(find "$build" -newer "$stamp" ! -type d ! -name 'install_manifest*.txt' | head -n 5)
+	[[ -z $changed ]] || fail "cmake --install $* wrote into the build tree: ${changed//$'\n'/, }"
 }
 
 # expect_line WHAT OUTPUT: OUTPUT is the consumer's line for this version.
