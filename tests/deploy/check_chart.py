@@ -195,9 +195,19 @@ def check_schema(rep, chart, examples, bad_dir):
     example_values = sorted(glob.glob(os.path.join(examples, "values-*.yaml")))
     rep.check("helm/examples has values files", [] if example_values else ["none found"])
     for path in example_values:
-        merged = coalesce(defaults, load_yaml(path) or {})
+        own = load_yaml(path) or {}
+        merged = coalesce(defaults, own)
         rep.check(f"{os.path.relpath(path, examples)} passes values.schema.json",
                   [f"{p}: {m}" for p, m in schema_errors(schema, merged)])
+        # Helm merges maps: an example's own nodeSelector keeps the default's labels unless it
+        # removes them with null, and a node must then carry both (autoscaled nodes lack ours).
+        if isinstance(own.get("nodeSelector"), dict):
+            want = {k: v for k, v in own["nodeSelector"].items() if v is not None}
+            got = merged.get("nodeSelector") or {}
+            rep.check(f"{os.path.relpath(path, examples)} selects nodes by its own nodeSelector "
+                      "alone", [] if got == want else [
+                          f"merged with the defaults it is {got}; set the labels it does not "
+                          f"want to null: {sorted(set(got) - set(want))}"])
 
     bad_files = sorted(glob.glob(os.path.join(bad_dir, "*.yaml")))
     rep.check("tests/deploy/bad-values has cases", [] if bad_files else ["none found"])
