@@ -342,7 +342,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 {
 	enum xdp_attach_mode mode =
 		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], unprepared[PATH_MAX + 256] = "";
 	struct stat st;
 	int err;
 
@@ -357,6 +357,10 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the "
 			 "XDP program here",
 			 dir, ifname);
+		snprintf(unprepared, sizeof(unprepared),
+			 "; harp loaded its own XDP program, since no node agent prepared %.15s (no %s): "
+			 "`harp-attach up %.15s` as root prepares it (docs/OPERATIONS.md)",
+			 ifname, dir, ifname);
 	}
 	s->lock_fd = lock_interface(ifname, ifindex);
 	if (s->lock_fd < 0) {
@@ -386,9 +390,9 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	}
 	err = xdp_program__attach(s->prog, ifindex, mode, 0);
 	if (err) {
-		pr_err("steer: attaching XDP (%s mode) to %s failed: %s%s",
+		pr_err("steer: attaching XDP (%s mode) to %s failed: %s%s%s",
 		       mode == XDP_MODE_SKB ? "skb" : "native", ifname, strerror(-err),
-		       attach_hint(-err));
+		       attach_hint(-err), unprepared);
 		goto err_prog;
 	}
 	s->ifindex = ifindex;
