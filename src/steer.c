@@ -19,6 +19,8 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -197,6 +199,44 @@ static void close_fd(int *fd)
 	}
 }
 
+/* Whether a seccomp filter confines this process ("Seccomp: 2" in /proc/self/status). */
+static bool seccomp_filtered(void)
+{
+	char line[128];
+	bool filtered = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f) {
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Seccomp:", 8)) {
+			filtered = strtol(line + 8, NULL, 10) == 2;
+			break;
+		}
+	}
+	fclose(f);
+	return filtered;
+}
+
+/* Why opening a pinned map was refused (EPERM or EACCES), and what to change. */
+static const char *pin_denied_hint(int err)
+{
+	if (err == -EPERM && seccomp_filtered()) {
+		return "this process runs under a seccomp filter (Seccomp: 2 in /proc/self/status), "
+		       "and the container runtimes' default profiles (Kubernetes' RuntimeDefault, "
+		       "podman's, docker's) refuse bpf() to a process without CAP_SYS_ADMIN: run "
+		       "the pod with seccompProfile Unconfined, or a profile that allows bpf() "
+		       "(docs/OPERATIONS.md)";
+	}
+	if (err == -EPERM) {
+		return "bpf() needs CAP_BPF where kernel.unprivileged_bpf_disabled is set, as most "
+		       "distributions set it: give the process CAP_BPF";
+	}
+	return "the pins are not readable and writable by this user: run as the user that "
+	       "pinned them (harp-attach runs as root), or give the process CAP_DAC_OVERRIDE";
+}
+
 /* One map of harp-attach's pin directory, opened read-write. */
 static int open_pinned(const char *dir, const char *name, const char *ifname)
 {
@@ -214,9 +254,8 @@ static int open_pinned(const char *dir, const char *name, const char *ifname)
 		       "run `harp-attach down %s` and `harp-attach up %s` as root",
 		       path, ifname, ifname, ifname);
 	} else if (err == -EACCES || err == -EPERM) {
-		pr_err("steer: cannot open %s: %s; harp needs read and write access to the pinned "
-		       "maps (mount the host's /sys/fs/bpf read-write into the container)",
-		       path, strerror(-err));
+		pr_err("steer: cannot open %s: %s; %s", path, strerror(-err),
+		       pin_denied_hint(err));
 	} else {
 		pr_err("steer: cannot open %s: %s", path, strerror(-err));
 	}
