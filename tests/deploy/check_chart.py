@@ -667,9 +667,15 @@ def check_training_pod(spec, path, errs, nccl_in_pod):
         if bpf_mount is None:
             continue
         harp_ctrs += 1
-        if bpf_mount.get("mountPath") != "/sys/fs/bpf" or bpf_mount.get("readOnly"):
-            errs.append(f"{cpath}: /sys/fs/bpf must be mounted read-write at /sys/fs/bpf "
-                        "(bpf_obj_get opens pinned maps read-write)")
+        if bpf_mount.get("mountPath") != "/sys/fs/bpf" or bpf_mount.get("readOnly") is not True:
+            errs.append(f"{cpath}: /sys/fs/bpf must be mounted read-only at /sys/fs/bpf "
+                        "(a read-write map opens through it; the pod writes no pins)")
+        seccomp = (sc.get("seccompProfile") or (spec.get("securityContext") or {})
+                   .get("seccompProfile") or {}).get("type")
+        if seccomp not in ("Unconfined", "Localhost"):
+            errs.append(f"{cpath}: seccompProfile is {seccomp!r}; RuntimeDefault refuses the "
+                        "bpf() that opening the pinned maps needs: set Unconfined, or Localhost "
+                        "with a profile that allows bpf()")
         if bpf_mount.get("mountPropagation") != "HostToContainer":
             errs.append(f"{cpath}: /sys/fs/bpf needs mountPropagation HostToContainer")
         conf_mount, _ = mount_of(ctr, spec, "/etc/harp")
