@@ -17,6 +17,8 @@ set_target_properties(nccl-net-harp PROPERTIES INSTALL_RPATH "$ORIGIN")
 install(TARGETS nccl-net-harp LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(TARGETS harp-params harp-xfer harp-perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# the node agent, which harp-attach run starts from beside itself
+install(TARGETS harp-agent RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 # OPTIONAL: installs are not held up while the script is being written, and it is picked up
 # once it exists without configuring again.
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/scripts/harp-attach DESTINATION ${CMAKE_INSTALL_SBINDIR}

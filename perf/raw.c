@@ -414,7 +414,13 @@ static int raw_open(struct raw_run *r)
 	}
 	for (q = 0; q < r->nids; q++) {
 		err = xsk_port_open(&r->q[q].port, r->ifi.name, r->queue_ids[q], p,
-				    r->steer.xsks_map_fd, XSK_BUSY_WAIT_MS);
+				    XSK_BUSY_WAIT_MS);
+		if (!err) {
+			err = steer_enter(&r->steer, r->queue_ids[q], r->q[q].port.fd);
+			if (err) {
+				xsk_port_close(&r->q[q].port);
+			}
+		}
 		if (err) {
 			raw_err("AF_XDP socket on %s queue %d: %s", r->ifi.name, r->queue_ids[q],
 				strerror(-err));
@@ -433,7 +439,8 @@ static void raw_close(struct raw_run *r)
 
 	for (q = 0; r->q && q < r->nids; q++) {
 		if (r->q[q].open) {
-			xsk_port_close(&r->q[q].port, r->steer.xsks_map_fd);
+			steer_leave(&r->steer, r->queue_ids[q]);
+			xsk_port_close(&r->q[q].port);
 		}
 	}
 	free(r->q);
@@ -1276,7 +1283,7 @@ static uint64_t raw_echoed(const struct raw_run *r)
 }
 
 /* The receive side's counters, so a loss says where it happened. */
-static void raw_report_server_counters(struct report *rep, const struct raw_run *r)
+static void raw_report_server_counters(struct report *rep, struct raw_run *r)
 {
 	struct harp_queue_stats st, sum;
 	uint64_t bad = 0, backwards = 0, foreign = 0, gaps = 0, echo_dropped = 0;

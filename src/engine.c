@@ -37,16 +37,23 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 	if (e->epfd < 0) {
 		return -errno;
 	}
-	err = xsk_port_open(&e->port, env->ifname, queue, env->params, env->steer->xsks_map_fd,
-			    busy_wait_ms);
+	err = xsk_port_open(&e->port, env->ifname, queue, env->params, busy_wait_ms);
 	if (err) { /* -EBUSY: another socket holds the queue; the caller says whose */
-		close(e->epfd);
-		e->epfd = -1;
-		e->env.params = NULL;
-		return err;
+		goto err_epoll;
+	}
+	err = steer_enter(env->steer, queue, e->port.fd);
+	if (err) {
+		xsk_port_close(&e->port);
+		goto err_epoll;
 	}
 	steer_claim(env->steer, queue);
 	return 0;
+
+err_epoll:
+	close(e->epfd);
+	e->epfd = -1;
+	e->env.params = NULL;
+	return err;
 }
 
 static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
@@ -79,7 +86,8 @@ void engine_fini(struct harp_engine *e)
 	}
 	e->conns = NULL;
 	steer_release(e->env.steer, e->queue);
-	xsk_port_close(&e->port, e->env.steer->xsks_map_fd);
+	steer_leave(e->env.steer, e->queue);
+	xsk_port_close(&e->port);
 	if (e->epfd >= 0) {
 		close(e->epfd);
 	}

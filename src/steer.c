@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 
+#include "agent.h"
 #include "harp_shared.h"
 #include "harp_xdp.skel.h"
 #include "steer.h"
@@ -189,6 +190,8 @@ static void steer_reset(struct steer *s)
 	s->probe_map_fd = -1;
 	s->owners_fd = -1;
 	s->lock_fd = -1;
+	s->agent_fd = -1;
+	pthread_mutex_init(&s->agent_lock, NULL);
 }
 
 static void close_fd(int *fd)
@@ -356,6 +359,72 @@ err:
 	return err;
 }
 
+/* ---- the node agent ------------------------------------------------------------------------ */
+
+/* One request to the agent and its answer; a refusal comes back as its errno, its text logged. */
+static int agent_ask(struct steer *s, struct harp_agent_msg *req, int pass_fd,
+		     struct harp_agent_msg *resp, const char *what)
+{
+	int err;
+
+	pthread_mutex_lock(&s->agent_lock);
+	err = agent_call(s->agent_fd, req, pass_fd, resp);
+	pthread_mutex_unlock(&s->agent_lock);
+	if (err) {
+		pr_err("steer: asking the node agent to %s failed: %s", what, strerror(-err));
+		return err;
+	}
+	if (resp->status) {
+		pr_err("steer: the node agent would not %s: %s", what,
+		       resp->text[0] ? resp->text : strerror(-resp->status));
+		return resp->status < 0 ? resp->status : -EPROTO;
+	}
+	return 0;
+}
+
+/*
+ * The agent listening at path, if one does: 1 when there is none (no socket, or nobody answers
+ * on it), 0 once it took us on, or the error it answered.
+ */
+static int use_agent(struct steer *s, const char *path, const char *ifname, uint16_t port_lo,
+		     uint16_t port_hi)
+{
+	struct harp_agent_msg hello;
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st)) {
+		pr_debug("steer: no node agent at %s (HARP_AGENT_SOCKET)", path);
+		return 1;
+	}
+	fd = agent_connect(path, ifname, &hello);
+	if (fd == -ECONNREFUSED || fd == -ENOENT) {
+		pr_warn("steer: %s is there but no node agent answers on it (%s); going on without "
+			"one",
+			path, strerror(-fd));
+		return 1;
+	}
+	if (fd < 0) {
+		return fd;
+	}
+	if (!hello.port_lo || port_lo < hello.port_lo || port_hi > hello.port_hi) {
+		pr_err("steer: the node agent's XDP program on %s steers UDP ports %u-%u, but harp "
+		       "here uses %u-%u (HARP_PORT_BASE, HARP_PORT_COUNT): take them from the node "
+		       "profile (HARP_CONF)",
+		       ifname, hello.port_lo, hello.port_hi, port_lo, port_hi);
+		close(fd);
+		return -ERANGE;
+	}
+	s->agent_fd = fd;
+	s->pinned = true;
+	s->xdp_mode = hello.xdp_mode == HARP_AGENT_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	pr_info("steer: using the node agent at %s for %s (XDP program id %u, %s mode), UDP ports "
+		"%u-%u of its %u-%u; this process makes no bpf() call",
+		path, ifname, hello.attach_id, hello.xdp_mode == HARP_AGENT_XDP_SKB ? "skb" : "native",
+		port_lo, port_hi, hello.port_lo, hello.port_hi);
+	return 0;
+}
+
 /* What the program we attached steers, and the id that proves it is still there. */
 static int write_config(struct steer *s, const char *ifname, uint16_t port_lo, uint16_t port_hi)
 {
@@ -388,6 +457,13 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	steer_reset(s);
 	libbpf_set_print(libbpf_print);
 	libxdp_set_print(libxdp_print);
+	if (params->agent_socket[0]) {
+		err = use_agent(s, params->agent_socket, ifname, port_lo, port_hi);
+		if (err <= 0) {
+			s->ifindex = err ? 0 : ifindex;
+			return err;
+		}
+	}
 	if (params->pin_root[0]) {
 		snprintf(dir, sizeof(dir), "%s/%s", params->pin_root, ifname);
 		if (!stat(dir, &st)) {
@@ -467,7 +543,9 @@ void steer_detach(struct steer *s)
 		return;
 	}
 	if (s->pinned) {
-		/* harp-attach's program stays: only our descriptors of its maps go */
+		/* harp-attach's program stays: only our descriptors of its maps go (and our
+		 * connection to the agent, which forgets what it recorded for us) */
+		close_fd(&s->agent_fd);
 		close_fd(&s->xsks_map_fd);
 		close_fd(&s->counters_fd);
 		close_fd(&s->config_fd);
@@ -486,7 +564,7 @@ void steer_detach(struct steer *s)
 	steer_reset(s);
 }
 
-int steer_counters(const struct steer *s, struct harp_queue_stats *st)
+int steer_counters(struct steer *s, struct harp_queue_stats *st)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t vals[512];
@@ -494,9 +572,21 @@ int steer_counters(const struct steer *s, struct harp_queue_stats *st)
 		&st->xdp_steered, &st->xdp_passed,	 &st->xdp_no_socket,
 		&st->xdp_probes,  &st->xdp_probe_no_socket,
 	};
+	struct harp_agent_msg req, resp;
 	uint32_t key;
-	int cpu;
+	int cpu, err;
 
+	if (s->agent_fd >= 0) {
+		agent_msg_init(&req, HARP_AGENT_COUNTERS);
+		err = agent_ask(s, &req, -1, &resp, "read the XDP program's counters");
+		if (err) {
+			return err;
+		}
+		for (key = 0; key < HARP_XDP_COUNTER_MAX; key++) {
+			*sums[key] = resp.value[key];
+		}
+		return 0;
+	}
 	if (ncpus <= 0 || ncpus > (int)ARRAY_SIZE(vals) || s->counters_fd < 0) {
 		return -EINVAL;
 	}
@@ -515,22 +605,35 @@ int steer_counters(const struct steer *s, struct harp_queue_stats *st)
 	return 0;
 }
 
-uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token)
+uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
+	struct harp_agent_msg req, resp;
 	uint64_t seen = 0;
 
+	if (s->agent_fd >= 0) {
+		agent_msg_init(&req, HARP_AGENT_PROBE);
+		req.conn_id = conn_id;
+		req.token = token;
+		return agent_ask(s, &req, -1, &resp, "read where probes arrived") ? 0 : resp.value[0];
+	}
 	if (s->probe_map_fd < 0 || bpf_map_lookup_elem(s->probe_map_fd, &key, &seen)) {
 		return 0;
 	}
 	return seen;
 }
 
-void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token)
+void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
+	struct harp_agent_msg req, resp;
 
-	if (s->probe_map_fd >= 0) {
+	if (s->agent_fd >= 0) {
+		agent_msg_init(&req, HARP_AGENT_FORGET);
+		req.conn_id = conn_id;
+		req.token = token;
+		(void)agent_ask(s, &req, -1, &resp, "forget a closed connection's probes");
+	} else if (s->probe_map_fd >= 0) {
 		(void)bpf_map_delete_elem(s->probe_map_fd, &key); /* absent is fine */
 	}
 }
@@ -544,32 +647,80 @@ static __u32 pid_namespace(void)
 	return stat("/proc/self/ns/pid", &st) ? 0 : (__u32)st.st_ino;
 }
 
-void steer_claim(const struct steer *s, int queue)
+/* This process as a queue's holder: pid in its own pid namespace, that namespace, name, now. */
+static void own_record(struct harp_queue_owner *o)
 {
-	struct harp_queue_owner o = { .pid = (__u32)getpid(), .pidns = pid_namespace() };
 	struct timespec now;
-	__u32 key = (__u32)queue;
 	FILE *f;
 
-	if (s->owners_fd < 0) {
-		return;
-	}
+	memset(o, 0, sizeof(*o));
+	o->pid = (__u32)getpid();
+	o->pidns = pid_namespace();
 	clock_gettime(CLOCK_REALTIME, &now);
-	o.since_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	o->since_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	f = fopen("/proc/self/comm", "r");
 	if (f) {
-		if (fgets(o.comm, sizeof(o.comm), f)) {
-			o.comm[strcspn(o.comm, "\n")] = '\0';
+		if (fgets(o->comm, sizeof(o->comm), f)) {
+			o->comm[strcspn(o->comm, "\n")] = '\0';
 		}
 		fclose(f);
 	}
+}
+
+int steer_enter(struct steer *s, int queue, int fd)
+{
+	struct harp_agent_msg req, resp;
+	char what[64];
+	__u32 key = (__u32)queue;
+
+	if (s->agent_fd >= 0) {
+		/* the agent records us as the queue's holder as it enters the socket */
+		agent_msg_init(&req, HARP_AGENT_ENTER);
+		req.queue = (uint32_t)queue;
+		own_record(&req.owner);
+		snprintf(what, sizeof(what), "enter the socket of queue %d", queue);
+		return agent_ask(s, &req, fd, &resp, what);
+	}
+	if (bpf_map_update_elem(s->xsks_map_fd, &key, &fd, 0)) {
+		int err = -errno;
+
+		pr_err("xsk: entering the socket of queue %d in the XSKMAP failed: %s", queue,
+		       strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+void steer_leave(struct steer *s, int queue)
+{
+	struct harp_agent_msg req, resp;
+	__u32 key = (__u32)queue;
+
+	if (s->agent_fd >= 0) {
+		agent_msg_init(&req, HARP_AGENT_LEAVE);
+		req.queue = (uint32_t)queue;
+		(void)agent_ask(s, &req, -1, &resp, "take a closed queue's socket out");
+	} else if (s->xsks_map_fd >= 0) {
+		(void)bpf_map_delete_elem(s->xsks_map_fd, &key);
+	}
+}
+
+void steer_claim(struct steer *s, int queue)
+{
+	struct harp_queue_owner o;
+	__u32 key = (__u32)queue;
+
+	if (s->owners_fd < 0) {
+		return; /* none recorded, or the agent recorded it with the socket */
+	}
+	own_record(&o);
 	if (bpf_map_update_elem(s->owners_fd, &key, &o, 0)) {
 		pr_debug("steer: recording this process as the holder of queue %d failed: %s",
 			 queue, strerror(errno));
 	}
 }
 
-void steer_release(const struct steer *s, int queue)
+void steer_release(struct steer *s, int queue)
 {
 	struct harp_queue_owner o, none = { 0 };
 	__u32 key = (__u32)queue;
@@ -582,7 +733,7 @@ void steer_release(const struct steer *s, int queue)
 	}
 }
 
-void steer_owner_text(const struct steer *s, int queue, char *buf, size_t len)
+void steer_owner_text(struct steer *s, int queue, char *buf, size_t len)
 {
 	struct harp_queue_owner o;
 	__u32 key = (__u32)queue;
@@ -591,7 +742,19 @@ void steer_owner_text(const struct steer *s, int queue, char *buf, size_t len)
 	char when[32] = "?";
 
 	buf[0] = '\0';
-	if (s->owners_fd < 0 || bpf_map_lookup_elem(s->owners_fd, &key, &o) || !o.pid) {
+	if (s->agent_fd >= 0) {
+		struct harp_agent_msg req, resp;
+
+		agent_msg_init(&req, HARP_AGENT_OWNER);
+		req.queue = (uint32_t)queue;
+		if (agent_ask(s, &req, -1, &resp, "name a queue's holder")) {
+			return;
+		}
+		o = resp.owner;
+	} else if (s->owners_fd < 0 || bpf_map_lookup_elem(s->owners_fd, &key, &o)) {
+		return;
+	}
+	if (!o.pid) {
 		return;
 	}
 	o.comm[sizeof(o.comm) - 1] = '\0';

@@ -3,6 +3,8 @@
 #ifndef HARP_STEER_H
 #define HARP_STEER_H
 
+#include <pthread.h>
+
 #include "internal.h"
 
 struct harp_xdp;
@@ -18,31 +20,38 @@ struct steer {
 	int owners_fd;	  /* queue_owners; -1 with a program older than shared interfaces */
 	int lock_fd; /* flock held while attached: one harp per interface */
 	bool pinned; /* harp-attach's program and maps: nothing of ours to detach */
+	int agent_fd; /* connected to the node agent, which holds the maps for us; else -1 */
+	pthread_mutex_t agent_lock; /* one request at a time on agent_fd (engines in threads) */
 };
 
 /*
- * Uses the program harp-attach pinned under params->pin_root/ifname when that directory exists,
- * else loads and attaches its own (params->xdp_mode) for UDP ports port_lo..port_hi.
+ * Uses, in this order: the node agent listening at params->agent_socket (harp-attach run starts
+ * it), through which this process makes no bpf() call; the program harp-attach pinned under
+ * params->pin_root/ifname when that directory exists; else its own (params->xdp_mode), loaded
+ * and attached for UDP ports port_lo..port_hi. It says which.
  */
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
 		 uint16_t port_hi, const struct harp_params *params);
 void steer_detach(struct steer *s);
+/* Enters the AF_XDP socket fd bound to queue in the XSKMAP, or takes it out. */
+int steer_enter(struct steer *s, int queue, int fd);
+void steer_leave(struct steer *s, int queue);
 /* Sums the per-CPU counters into st's xdp_steered/passed/no_socket/probes. */
-int steer_counters(const struct steer *s, struct harp_queue_stats *st);
+int steer_counters(struct steer *s, struct harp_queue_stats *st);
 /*
  * The rx queues (bit q: queue q) on which the XDP program saw probes naming this connection (id
  * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them.
  */
-uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token);
+uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token);
 /*
  * queue_owners: steer_claim records this process as the holder of queue (it has just bound it);
  * steer_release clears the record if it is still ours; steer_owner_text describes the recorded
  * holder of a queue that refused us, into buf ("" when nothing is recorded).
  */
-void steer_claim(const struct steer *s, int queue);
-void steer_release(const struct steer *s, int queue);
-void steer_owner_text(const struct steer *s, int queue, char *buf, size_t len);
+void steer_claim(struct steer *s, int queue);
+void steer_release(struct steer *s, int queue);
+void steer_owner_text(struct steer *s, int queue, char *buf, size_t len);
 /* Forgets a connection's record (it closed). */
-void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token);
+void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token);
 
 #endif

@@ -10,7 +10,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <linux/if_xdp.h>
-#include <bpf/bpf.h>
 
 #include "xsk.h"
 
@@ -95,7 +94,7 @@ static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bi
 }
 
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
-		  const struct harp_params *params, int xsks_map_fd, int busy_wait_ms)
+		  const struct harp_params *params, int busy_wait_ms)
 {
 	uint32_t nframes = (uint32_t)params->frame_count, fsize = (uint32_t)params->frame_size;
 	struct xsk_umem_config ucfg = {
@@ -104,7 +103,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		.frame_size = fsize,
 		.frame_headroom = 0,
 	};
-	int budget, err, fd, waited_ms;
+	int budget, err, waited_ms;
 
 	memset(p, 0, sizeof(*p));
 	p->queue = queue;
@@ -162,13 +161,6 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		       strerror(-err));
 		goto err_socket;
 	}
-	fd = p->fd;
-	if (bpf_map_update_elem(xsks_map_fd, &queue, &fd, 0)) {
-		err = -errno;
-		pr_err("xsk: entering the socket of %s queue %d in the XSKMAP failed: %s", ifname,
-		       queue, strerror(errno));
-		goto err_socket;
-	}
 	return 0;
 
 err_socket:
@@ -182,13 +174,10 @@ err_area:
 	return err;
 }
 
-void xsk_port_close(struct xsk_port *p, int xsks_map_fd)
+void xsk_port_close(struct xsk_port *p)
 {
 	if (!p || !p->xsk) {
 		return;
-	}
-	if (xsks_map_fd >= 0) {
-		bpf_map_delete_elem(xsks_map_fd, &p->queue);
 	}
 	xsk_socket__delete(p->xsk);
 	xsk_umem__delete(p->umem);

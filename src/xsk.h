@@ -40,14 +40,14 @@ struct xsk_port {
 
 #define XSK_BUSY_WAIT_MS 1000 /* how long a queue another socket holds is waited for, normally */
 /*
- * Creates the UMEM and the socket bound to ifname/queue (zero-copy first unless told otherwise),
- * fills the fill ring, and enters the socket in xsks_map_fd at index queue. A queue another
+ * Creates the UMEM and the socket bound to ifname/queue (zero-copy first unless told otherwise)
+ * and fills the fill ring; the caller enters the socket in the XSKMAP (steer_enter). A queue another
  * socket holds is tried again for busy_wait_ms (a dead process's socket outlives it a moment);
  * with 0, -EBUSY comes back at once and unreported, for a caller that can take another queue.
  */
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
-		  const struct harp_params *params, int xsks_map_fd, int busy_wait_ms);
-void xsk_port_close(struct xsk_port *p, int xsks_map_fd);
+		  const struct harp_params *params, int busy_wait_ms);
+void xsk_port_close(struct xsk_port *p);
 
 static inline uint8_t *xsk_port_frame(struct xsk_port *p, uint64_t addr)
 {

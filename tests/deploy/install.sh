@@ -13,7 +13,7 @@
 #    should be: libharp.so's version links and soname, libharp.a, harp.h as in the source,
 #    harp.pc naming T/prefix, the CMake package, the plugin exporting ncclNetPlugin_v8..v12 and
 #    nothing else with RUNPATH $ORIGIN, the tools (harp-perf defaulting to the installed plugin),
-#    harp-attach once the source has it, the XDP object (a BPF ELF with an "xdp" section); no
+#    the node agent harp-agent and harp-attach beside it, the XDP object (a BPF ELF with an "xdp" section); no
 #    installed binary has a RUNPATH into the build or source tree.
 # 2. DESTDIR=T/stage cmake --install DIR --prefix /opt/harp: the same, under T/stage/opt/harp,
 #    with harp.pc naming /opt/harp.
@@ -182,13 +182,16 @@ check_programs() {
 	want=$(readlink -f "$1/$libdir/libnccl-net-harp.so")
 	got=$(plugin_default "$bin/harp-perf")
 	[[ $got == "$want" ]] || fail "$bin/harp-perf: default plugin is '$got', not '$want'"
+	if ! matches '^usage: harp-agent ' "$1/$sbindir/harp-agent" --help; then
+		fail "$1/$sbindir/harp-agent --help: missing, or no usage line"
+	fi
 	if [[ -e $source/scripts/harp-attach ]]; then
 		if [[ ! -x $1/$sbindir/harp-attach ]] ||
 			! cmp -s "$source/scripts/harp-attach" "$1/$sbindir/harp-attach"; then
 			fail "$1/$sbindir/harp-attach: missing, not executable or not the source's"
 		fi
 	fi
-	check_elf_paths "$bin"/harp-* "$1/$libdir/libharp.so.$version" \
+	check_elf_paths "$bin"/harp-* "$1/$sbindir/harp-agent" "$1/$libdir/libharp.so.$version" \
 		"$1/$libdir/libnccl-net-harp.so"
 }
 

@@ -52,26 +52,40 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 	return 0;
 }
 
-void steer_claim(const struct steer *s, int queue)
+int steer_enter(struct steer *s, int queue, int fd)
+{
+	(void)s;
+	(void)queue;
+	(void)fd;
+	return 0;
+}
+
+void steer_leave(struct steer *s, int queue)
 {
 	(void)s;
 	(void)queue;
 }
 
-void steer_release(const struct steer *s, int queue)
+void steer_claim(struct steer *s, int queue)
 {
 	(void)s;
 	(void)queue;
 }
 
-void steer_probe_forget(const struct steer *s, uint32_t conn_id, uint64_t token)
+void steer_release(struct steer *s, int queue)
+{
+	(void)s;
+	(void)queue;
+}
+
+void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	(void)s;
 	(void)conn_id;
 	(void)token;
 }
 
-uint64_t steer_probe_queues(const struct steer *s, uint32_t conn_id, uint64_t token)
+uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	(void)s;
 	(void)conn_id;

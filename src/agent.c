@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The node agent's messages, and the client a harp process uses (agent.h says the protocol). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "internal.h"
+
+#define AGENT_ANSWER_MS 5000 /* an agent slower than this to answer is taken as stuck */
+
+void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = HARP_AGENT_MAGIC;
+	m->version = HARP_AGENT_VERSION;
+	m->op = (uint16_t)op;
+}
+
+int agent_msg_check(const struct harp_agent_msg *m, long len, char *why, size_t why_len)
+{
+	if (len != (long)sizeof(*m)) {
+		snprintf(why, why_len, "a message of %ld bytes, not %zu", len, sizeof(*m));
+	} else if (m->magic != HARP_AGENT_MAGIC) {
+		snprintf(why, why_len, "not a harp agent message (magic 0x%08x)", m->magic);
+	} else if (m->version != HARP_AGENT_VERSION) {
+		snprintf(why, why_len, "protocol version %u, and this side speaks %u", m->version,
+			 HARP_AGENT_VERSION);
+	} else if (!m->op || m->op >= HARP_AGENT_OP_END) {
+		snprintf(why, why_len, "unknown op %u", m->op);
+	} else if (!memchr(m->ifname, '\0', sizeof(m->ifname)) ||
+		   !memchr(m->text, '\0', sizeof(m->text))) {
+		snprintf(why, why_len, "an unterminated string");
+	} else {
+		return 0;
+	}
+	return -EBADMSG;
+}
+
+int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (pass_fd >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*m)) {
+		return errno ? -errno : -EIO;
+	}
+	return 0;
+}
+
+long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int nfds = 0, fds[4], i;
+	ssize_t n;
+
+	if (got_fd) {
+		*got_fd = -1;
+	}
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0) {
+		return -errno;
+	}
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			for (i = 0; i < k && nfds < (int)ARRAY_SIZE(fds); i++) {
+				memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			}
+		}
+	}
+	if (nfds > 1 || (nfds && !got_fd) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (i = 0; i < nfds; i++) {
+			close(fds[i]);
+		}
+		return -EBADMSG;
+	}
+	if (nfds) {
+		*got_fd = fds[0];
+	}
+	return (long)n;
+}
+
+int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char why[96];
+	long n;
+	int err;
+
+	err = agent_send(fd, req, pass_fd);
+	if (err) {
+		return err;
+	}
+	n = poll(&pfd, 1, AGENT_ANSWER_MS);
+	if (n <= 0) {
+		return n ? -errno : -ETIMEDOUT;
+	}
+	n = agent_recv(fd, resp, NULL);
+	if (n <= 0) {
+		return n ? (int)n : -ECONNRESET;
+	}
+	if (agent_msg_check(resp, n, why, sizeof(why)) || resp->op != req->op) {
+		pr_err("node agent: a malformed answer to op %u: %s", req->op,
+		       resp->op != req->op ? "another op's" : why);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int agent_connect(const char *path, const char *ifname, struct harp_agent_msg *hello)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct harp_agent_msg req;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		pr_err("node agent: the socket path %s is longer than %zu bytes (HARP_AGENT_SOCKET)",
+		       path, sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return -errno;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	agent_msg_init(&req, HARP_AGENT_HELLO);
+	snprintf(req.ifname, sizeof(req.ifname), "%s", ifname);
+	err = agent_call(fd, &req, -1, hello);
+	if (!err && hello->status) {
+		err = hello->status;
+		pr_err("node agent at %s: %s", path, hello->text[0] ? hello->text : strerror(-err));
+	} else if (err) {
+		pr_err("node agent at %s: saying hello for %s failed: %s", path, ifname,
+		       strerror(-err));
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}

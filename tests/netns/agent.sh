@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The node agent (harp-agent) on a node harp-attach prepared, with its clients confined as pods
+# under the runtimes' default seccomp profile are (no-bpf: every bpf() fails):
+#   transfer     both ends reach their pinned program only through their node's agent and move
+#                verified data over two queues, four connections; each end says it uses the
+#                agent
+#   taken        a second process asking for a queue the first holds is refused, the holder
+#                named; once the holder is gone the queue is free again (the agent forgot it)
+#   bad_client   a client sending garbage, another speaking a newer version, and one handing
+#                over a descriptor that is no AF_XDP socket get one clear answer each; the agent
+#                goes on serving
+#
+#   agent.sh
+#
+# $HARP_XFER is harp-xfer, $HARP_AGENT harp-agent, $NO_BPF the no-bpf wrapper. Exits 0 if every
+# case holds, 1 if one does not.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/netns/lib.sh
+source "$here/lib.sh"
+
+xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
+agent=${HARP_AGENT:-${BUILD_DIR:-build}/harp-agent}
+no_bpf=${NO_BPF:-${BUILD_DIR:-build}/tests/netns/no-bpf}
+attach=$(realpath "$here/../../scripts/harp-attach")
+for bin in "$xfer" "$agent" "$no_bpf"; do
+	if [[ ! -x $bin ]]; then
+		echo "agent: $bin is not built (set HARP_XFER, HARP_AGENT, NO_BPF or BUILD_DIR)" >&2
+		exit 1
+	fi
+done
+xfer=$(realpath "$xfer") agent=$(realpath "$agent") no_bpf=$(realpath "$no_bpf")
+unset HARP_XFER HARP_AGENT NO_BPF # ours, not harp's: harp refuses HARP_* names it does not know
+for t in xdp-loader bpftool nsenter python3; do
+	command -v "$t" >/dev/null || {
+		echo "agent: missing $t (scripts/setup.sh installs it)" >&2
+		exit 1
+	}
+done
+
+harness_init agent
+pins=/sys/fs/bpf/harp-ag-$$
+conf=$tmp/harp.conf
+# shellcheck disable=SC2317 # called from the EXIT trap
+harness_cleanup_extra() {
+	local ns_if
+	for ns_if in "${ns_a:-}:${if_a:-}" "${ns_b:-}:${if_b:-}"; do
+		[[ -e /run/netns/${ns_if%%:*} ]] &&
+			nsenter --net="/run/netns/${ns_if%%:*}" "$attach" down "${ns_if#*:}" \
+				--conf "$conf" --pin-root "$pins" >/dev/null 2>&1
+	done
+	rm -rf "$pins"
+}
+fail=0
+report() {
+	echo "agent: FAIL $*"
+	fail=1
+}
+
+topo_pair 1500 2 || exit
+for side in "$ns_a:$if_a" "$ns_b:$if_b"; do
+	if ! nsenter --net="/run/netns/${side%%:*}" "$attach" up "${side#*:}" --conf "$conf" \
+		--pin-root "$pins" --hugepages off >"$tmp/attach.log" 2>&1; then
+		cat "$tmp/attach.log"
+		exit 1
+	fi
+done
+
+# One agent per node (namespace), each on its own socket; nsenter keeps the host's /sys/fs/bpf.
+for side in a b; do
+	ns_var=ns_$side
+	spawn_bounded 300 nsenter --net="/run/netns/${!ns_var}" "$agent" \
+		--socket "$tmp/agent-$side.sock" --pin-root "$pins" 2>"$tmp/agent-$side.log"
+	pids+=("$spawned_pid")
+done
+for side in a b; do
+	for _ in $(seq 50); do
+		[[ -S $tmp/agent-$side.sock ]] && break
+		sleep 0.1
+	done
+	[[ -S $tmp/agent-$side.sock ]] || { report "agent $side never listened"; cat "$tmp/agent-$side.log"; exit 1; }
+done
+
+# xfer_env SIDE: the environment of a confined harp process on SIDE's node
+xfer_env() {
+	local ns_var=ns_$1
+	echo nsenter --net="/run/netns/${!ns_var}" "$no_bpf" env HARP_CONF="$conf" \
+		HARP_PIN_ROOT="$pins" HARP_AGENT_SOCKET="$tmp/agent-$1.sock" HARP_LOG_LEVEL=info
+}
+
+# transfer: both ends confined, through the agents only.
+read -r -a in_b <<<"$(xfer_env b)"
+read -r -a in_a <<<"$(xfer_env a)"
+spawn_bounded 90 "${in_b[@]}" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
+	--queues 2 --conns 4 --sizes 0,4095,1M,16M --timeout 60 >"$tmp/server.out" 2>"$tmp/server.err"
+srv=$spawned_pid
+pids+=("$srv")
+rc_c=0
+run_bounded 90 "${in_a[@]}" "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
+	--queues 2 --conns 4 --sizes 0,4095,1M,16M --timeout 60 >"$tmp/client.out" \
+	2>"$tmp/client.err" || rc_c=$?
+rc_s=0
+wait "$srv" || rc_s=$?
+echo "agent: case=transfer server_rc=$rc_s client_rc=$rc_c $(grep -h '^verified_bytes=' "$tmp/server.out")"
+if ((rc_s || rc_c)) || ! grep -q '^result=ok' "$tmp/server.out" ||
+	! grep -q '^result=ok' "$tmp/client.out"; then
+	report "transfer: server rc $rc_s, client rc $rc_c"
+	tail -n 8 "$tmp/server.err" "$tmp/client.err" | sed 's/^/    | /'
+fi
+for end in server client; do
+	grep -q 'using the node agent at .*this process makes no bpf() call' "$tmp/$end.err" ||
+		report "transfer: the $end does not say it uses the agent"
+done
+grep -q "queue 1 entered" "$tmp/agent-b.log" || report "transfer: agent b never entered queue 1"
+
+# taken: a holder of queue 0 waits for a client that never comes; a second asks for queue 0.
+rm -f "$tmp/handle"
+spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle" --timeout 20 >"$tmp/holder.out" 2>"$tmp/holder.err"
+holder=$spawned_pid
+pids+=("$holder")
+for _ in $(seq 100); do
+	[[ -s $tmp/handle ]] && break
+	sleep 0.1
+done
+rc=0
+run_bounded 30 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle2" --timeout 5 >"$tmp/second.out" 2>"$tmp/second.err" || rc=$?
+line=$(grep -m 1 '^harp: ERROR: queue 0' "$tmp/second.err" || true)
+echo "agent: case=taken rc=$rc"
+echo "    $line"
+if ((rc == 0)) || [[ $line != *"taken by"*harp-xfer* ]]; then
+	report "taken: the second process was not refused with the holder named"
+	sed 's/^/    | /' "$tmp/second.err" | grep -v INFO | head -n 10
+fi
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+for _ in $(seq 50); do
+	grep -q "its records are gone" "$tmp/agent-b.log" && break
+	sleep 0.1
+done
+rm -f "$tmp/handle"
+spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle" --timeout 20 >"$tmp/after.out" 2>"$tmp/after.err"
+after=$spawned_pid
+pids+=("$after")
+for _ in $(seq 100); do
+	[[ -s $tmp/handle ]] && break
+	sleep 0.1
+done
+[[ -s $tmp/handle ]] || { report "taken: queue 0 was not free again after its holder ended"; tail -n 5 "$tmp/after.err"; }
+kill "$after" 2>/dev/null || true
+wait "$after" 2>/dev/null || true
+
+# bad_client: raw clients of the agent's socket (python3: SOCK_SEQPACKET with SCM_RIGHTS).
+nsenter --net="/run/netns/$ns_b" python3 - "$tmp/agent-b.sock" "$if_b" >"$tmp/bad.out" 2>&1 <<'PY' || report "bad_client: $(tail -n 3 "$tmp/bad.out")"
+import socket, struct, sys
+path, ifname = sys.argv[1], sys.argv[2]
+SIZE, MAGIC = 328, 0x68617270
+
+def msg(op, version=1, ifname=b"", queue=0):
+    m = bytearray(SIZE)
+    struct.pack_into("<IHHiI16s", m, 0, MAGIC, version, op, 0, queue, ifname)
+    return bytes(m)
+
+def ask(data, fds=()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    if fds:
+        s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i" * len(fds), *fds))])
+    else:
+        s.send(data)
+    return s
+
+def answer(s):
+    r = s.recv(4096)
+    status = struct.unpack_from("<i", r, 8)[0]
+    text = r[128:].split(b"\0")[0].decode()
+    return len(r), status, text
+
+cases = []
+s = ask(b"hello agent"); cases.append(("garbage", answer(s))); s.close()
+s = ask(msg(1, version=2, ifname=ifname.encode())); cases.append(("version 2", answer(s))); s.close()
+s = ask(msg(1, ifname=ifname.encode()))
+hello = answer(s)
+with open("/dev/null") as f:
+    s.sendmsg([msg(2, queue=1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", f.fileno()))])
+    cases.append(("not an AF_XDP socket", answer(s)))
+s.close()
+want = {"garbage": "a message of 11 bytes", "version 2": "protocol version 2",
+        "not an AF_XDP socket": "not an AF_XDP socket"}
+bad = 0
+print("hello:", hello)
+for name, (n, status, text) in cases:
+    print(f"{name}: {n} bytes, status {status}: {text}")
+    if n != SIZE or status >= 0 or want[name] not in text:
+        print(f"FAIL {name}"); bad = 1
+sys.exit(bad)
+PY
+sed 's/^/agent: bad_client: /' "$tmp/bad.out"
+# and the agent still serves: a confined server gets its queue
+rm -f "$tmp/handle"
+spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=1-1 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle" --timeout 20 >"$tmp/last.out" 2>"$tmp/last.err"
+last=$spawned_pid
+pids+=("$last")
+for _ in $(seq 100); do
+	[[ -s $tmp/handle ]] && break
+	sleep 0.1
+done
+[[ -s $tmp/handle ]] || { report "bad_client: the agent no longer serves"; tail -n 5 "$tmp/last.err" "$tmp/agent-b.log"; }
+kill "$last" 2>/dev/null || true
+wait "$last" 2>/dev/null || true
+
+if ((fail)); then
+	sed 's/^/    agent-b | /' "$tmp/agent-b.log" | tail -n 20
+	exit 1
+fi
+echo "agent: every case held"

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * harp-agent: the node agent (src/agent.h says the protocol). On a node harp-attach prepared, it
+ * serves a Unix socket through which harp processes that may not call bpf() (pods under their
+ * runtime's default seccomp profile) have their AF_XDP sockets entered in the pinned XSKMAP, and
+ * read the program's counters and probe records. harp-attach run starts it.
+ *
+ *   harp-agent [--socket PATH] [--pin-root DIR] [--allow-uid UID]... [--max-clients N]
+ *
+ * Only processes of uid 0 and of each --allow-uid are served (SO_PEERCRED); the socket is made
+ * mode 0660. A process's queues are its own while its connection lasts: another asking for one
+ * is refused with the holder named, and the holder's records go when its connection closes.
+ * SIGTERM or SIGINT end it, removing the socket. Prints one line per event on stderr.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/if_xdp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "agent.h"
+#include "harp_shared.h"
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+
+#define MAX_IFACES 16
+
+struct iface {
+	char name[IF_NAMESIZE];
+	int xsks, counters, config, probes, owners; /* pinned maps; probes/owners may be -1 */
+	struct harp_xdp_config cfg;
+};
+
+struct client {
+	int fd;
+	pid_t pid; /* SO_PEERCRED, in the agent's pid namespace (0: not visible from it) */
+	uid_t uid;
+	struct iface *ifc; /* after HELLO */
+	uint64_t queues;   /* bit q: it entered queue q */
+	struct harp_queue_owner owner; /* what it said it is */
+};
+
+static struct {
+	const char *socket_path, *pin_root;
+	uid_t allowed[16];
+	int nallowed, max_clients;
+	struct iface ifaces[MAX_IFACES];
+	int nifaces;
+	struct client *clients;
+	int nclients;
+	volatile sig_atomic_t stop;
+} A = { .socket_path = "/run/harp/agent.sock", .pin_root = "/sys/fs/bpf/harp",
+	.max_clients = 256 };
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("harp-agent: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	A.stop = 1;
+}
+
+static int usage(const char *what)
+{
+	if (what) {
+		fprintf(stderr, "harp-agent: %s\n", what);
+	}
+	fprintf(stderr, "usage: harp-agent [--socket PATH] [--pin-root DIR] [--allow-uid UID]... "
+			"[--max-clients N]\n");
+	return 2;
+}
+
+/* A refusal: status and a line saying why, into the answer. */
+static int refuse(struct harp_agent_msg *resp, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int refuse(struct harp_agent_msg *resp, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(resp->text, sizeof(resp->text), fmt, ap);
+	va_end(ap);
+	resp->status = err;
+	return err;
+}
+
+static int open_pin(const char *dir, const char *name, bool optional)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0 && !optional) {
+		say("cannot open %s: %s", path, strerror(errno));
+	}
+	return fd;
+}
+
+static void iface_close(struct iface *f)
+{
+	int *fds[] = { &f->xsks, &f->counters, &f->config, &f->probes, &f->owners };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+		}
+		*fds[i] = -1;
+	}
+}
+
+/* The pinned maps of ifname, opened once and checked against the interface as it is now. */
+static struct iface *iface_get(const char *ifname, struct harp_agent_msg *resp)
+{
+	char dir[PATH_MAX];
+	struct iface *f;
+	__u32 key = 0;
+	int i, ifindex;
+
+	ifindex = (int)if_nametoindex(ifname);
+	if (!ifindex) {
+		refuse(resp, -ENODEV, "no interface %s in the agent's network namespace", ifname);
+		return NULL;
+	}
+	for (i = 0; i < A.nifaces; i++) {
+		f = &A.ifaces[i];
+		if (strcmp(f->name, ifname)) {
+			continue;
+		}
+		if (!bpf_map_lookup_elem(f->config, &key, &f->cfg) && (int)f->cfg.ifindex == ifindex) {
+			return f;
+		}
+		iface_close(f); /* re-prepared since: open the pins again */
+		*f = A.ifaces[--A.nifaces];
+		break;
+	}
+	if (A.nifaces == MAX_IFACES) {
+		refuse(resp, -ENOSPC, "the agent serves %d interfaces at most", MAX_IFACES);
+		return NULL;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", A.pin_root, ifname);
+	f = &A.ifaces[A.nifaces];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%s", ifname);
+	f->xsks = open_pin(dir, "xsks_map", false);
+	f->counters = open_pin(dir, "counters", false);
+	f->config = open_pin(dir, "harp_config", false);
+	f->probes = open_pin(dir, "probe_queues", true);
+	f->owners = open_pin(dir, "queue_owners", true);
+	if (f->xsks < 0 || f->counters < 0 || f->config < 0 ||
+	    bpf_map_lookup_elem(f->config, &key, &f->cfg)) {
+		iface_close(f);
+		refuse(resp, -ENODEV,
+		       "%s is not prepared (no complete pin directory %s): run `harp-attach up %s` "
+		       "on the node",
+		       ifname, dir, ifname);
+		return NULL;
+	}
+	if ((int)f->cfg.ifindex != ifindex) {
+		iface_close(f);
+		refuse(resp, -ESTALE,
+		       "the pins at %s were made for interface index %u, but %s is index %d now: run "
+		       "`harp-attach up %s` again",
+		       dir, f->cfg.ifindex, ifname, ifindex, ifname);
+		return NULL;
+	}
+	A.nifaces++;
+	return f;
+}
+
+static void xdp_mode_of(struct iface *f, struct harp_agent_msg *resp)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	resp->xdp_mode = HARP_AGENT_XDP_NATIVE;
+	if (!bpf_xdp_query((int)f->cfg.ifindex, 0, &q) && q.skb_prog_id == f->cfg.attach_id) {
+		resp->xdp_mode = HARP_AGENT_XDP_SKB;
+	}
+}
+
+static struct client *holder_of(const struct iface *f, int queue, const struct client *but)
+{
+	int i;
+
+	for (i = 0; i < A.nclients; i++) {
+		struct client *c = &A.clients[i];
+
+		if (c != but && c->ifc == f && (c->queues >> queue & 1)) {
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* Forgets queue of c: its holder record, and its socket if still in the map. */
+static void leave(struct client *c, int queue)
+{
+	struct harp_queue_owner o, none = { 0 };
+	__u32 key = (__u32)queue;
+
+	c->queues &= ~(1ull << queue);
+	if (c->ifc->owners >= 0 && !bpf_map_lookup_elem(c->ifc->owners, &key, &o) &&
+	    o.pid == c->owner.pid && o.pidns == c->owner.pidns) {
+		(void)bpf_map_update_elem(c->ifc->owners, &key, &none, 0);
+	}
+	(void)bpf_map_delete_elem(c->ifc->xsks, &key); /* gone already if its socket closed */
+}
+
+static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
+		    struct harp_agent_msg *resp)
+{
+	__u32 key = req->queue;
+	struct client *other;
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	if (fd < 0) {
+		return refuse(resp, -EBADF, "ENTER carries no socket");
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) || domain != AF_XDP) {
+		return refuse(resp, -ENOTSOCK, "ENTER's descriptor is not an AF_XDP socket");
+	}
+	if (req->queue >= HARP_XDP_MAX_QUEUES) {
+		return refuse(resp, -ERANGE, "queue %u is beyond the XSKMAP's %d entries", req->queue,
+			      HARP_XDP_MAX_QUEUES);
+	}
+	other = holder_of(c->ifc, (int)req->queue, c);
+	if (other) {
+		return refuse(resp, -EBUSY, "queue %u of %s is held by pid %u (%.16s) of this node",
+			      req->queue, c->ifc->name, other->owner.pid, other->owner.comm);
+	}
+	if (bpf_map_update_elem(c->ifc->xsks, &key, &fd, 0)) {
+		return refuse(resp, -errno, "entering the socket of %s queue %u failed: %s",
+			      c->ifc->name, req->queue, strerror(errno));
+	}
+	c->owner = req->owner;
+	c->owner.comm[sizeof(c->owner.comm) - 1] = '\0';
+	if (c->ifc->owners >= 0) {
+		(void)bpf_map_update_elem(c->ifc->owners, &key, &c->owner, 0);
+	}
+	c->queues |= 1ull << req->queue;
+	say("pid %d (uid %u, %s): %s queue %u entered", c->pid, c->uid, c->owner.comm,
+	    c->ifc->name, req->queue);
+	return 0;
+}
+
+static int op_counters(struct client *c, struct harp_agent_msg *resp)
+{
+	int ncpus = libbpf_num_possible_cpus(), cpu;
+	uint64_t vals[512];
+	__u32 key;
+
+	if (ncpus <= 0 || ncpus > (int)(sizeof(vals) / sizeof(vals[0]))) {
+		return refuse(resp, -EINVAL, "cannot size the per-CPU counters (%d CPUs)", ncpus);
+	}
+	for (key = 0; key < HARP_XDP_COUNTER_MAX; key++) {
+		if (bpf_map_lookup_elem(c->ifc->counters, &key, vals)) {
+			continue; /* a program older than the counter */
+		}
+		for (cpu = 0; cpu < ncpus; cpu++) {
+			resp->value[key] += vals[cpu];
+		}
+	}
+	return 0;
+}
+
+/* One request of c, answered in resp. A descriptor that came with it is closed here. */
+static void serve(struct client *c, const struct harp_agent_msg *req, int fd,
+		  struct harp_agent_msg *resp)
+{
+	struct harp_xdp_probe_key pk = { .token = htobe64(req->token),
+					 .conn_id = htonl(req->conn_id) };
+	__u32 key = req->queue;
+
+	if (req->op != HARP_AGENT_HELLO && !c->ifc) {
+		refuse(resp, -EPROTO, "op %u before HELLO", req->op);
+		goto out;
+	}
+	if (req->op != HARP_AGENT_ENTER && fd >= 0) {
+		refuse(resp, -EBADMSG, "op %u carries a descriptor", req->op);
+		goto out;
+	}
+	switch (req->op) {
+	case HARP_AGENT_HELLO:
+		if (c->ifc) {
+			refuse(resp, -EALREADY, "HELLO twice");
+			break;
+		}
+		c->ifc = iface_get(req->ifname, resp);
+		if (c->ifc) {
+			resp->port_lo = c->ifc->cfg.port_lo;
+			resp->port_hi = c->ifc->cfg.port_hi;
+			resp->attach_id = c->ifc->cfg.attach_id;
+			xdp_mode_of(c->ifc, resp);
+			say("pid %d (uid %u): serving %s", c->pid, c->uid, c->ifc->name);
+		}
+		break;
+	case HARP_AGENT_ENTER:
+		op_enter(c, req, fd, resp);
+		break;
+	case HARP_AGENT_LEAVE:
+		if (req->queue < HARP_XDP_MAX_QUEUES && (c->queues >> req->queue & 1)) {
+			leave(c, (int)req->queue);
+		}
+		break;
+	case HARP_AGENT_COUNTERS:
+		op_counters(c, resp);
+		break;
+	case HARP_AGENT_PROBE:
+		if (c->ifc->probes >= 0) {
+			(void)bpf_map_lookup_elem(c->ifc->probes, &pk, &resp->value[0]);
+		}
+		break;
+	case HARP_AGENT_FORGET:
+		if (c->ifc->probes >= 0) {
+			(void)bpf_map_delete_elem(c->ifc->probes, &pk);
+		}
+		break;
+	case HARP_AGENT_OWNER:
+		if (req->queue < HARP_XDP_MAX_QUEUES && c->ifc->owners >= 0) {
+			(void)bpf_map_lookup_elem(c->ifc->owners, &key, &resp->owner);
+		}
+		break;
+	}
+out:
+	if (fd >= 0) {
+		close(fd); /* the map keeps no reference: the socket leaves it when its owner closes it */
+	}
+}
+
+static void drop_client(int i, const char *why)
+{
+	struct client *c = &A.clients[i];
+	int q;
+
+	for (q = 0; q < HARP_XDP_MAX_QUEUES; q++) {
+		if (c->queues >> q & 1) {
+			leave(c, q);
+		}
+	}
+	if (why) {
+		say("pid %d (uid %u): %s; its records are gone", c->pid, c->uid, why);
+	}
+	close(c->fd);
+	A.clients[i] = A.clients[--A.nclients];
+}
+
+static void accept_client(int lfd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, i;
+	bool ok = false;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0) {
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		say("a connection without credentials (%s): closed", strerror(errno));
+		close(fd);
+		return;
+	}
+	for (i = 0; i < A.nallowed; i++) {
+		ok |= cred.uid == A.allowed[i];
+	}
+	if (!ok || A.nclients == A.max_clients) {
+		say("pid %d (uid %u): refused (%s)", cred.pid, cred.uid,
+		    ok ? "too many clients (--max-clients)" : "uid not allowed (--allow-uid)");
+		close(fd);
+		return;
+	}
+	A.clients[A.nclients++] = (struct client){ .fd = fd, .pid = cred.pid, .uid = cred.uid };
+}
+
+static void read_client(int i)
+{
+	struct client *c = &A.clients[i];
+	struct harp_agent_msg req, resp;
+	char why[128];
+	int fd = -1, err;
+	long n;
+
+	n = agent_recv(c->fd, &req, &fd);
+	if (n == -EAGAIN || n == -EINTR) {
+		return;
+	}
+	if (n <= 0) {
+		drop_client(i, n ? strerror((int)-n) : "closed its connection");
+		return;
+	}
+	agent_msg_init(&resp, (enum harp_agent_op)req.op);
+	if (agent_msg_check(&req, n, why, sizeof(why))) {
+		if (fd >= 0) {
+			close(fd);
+		}
+		/* answered in our own version, so that a client of another one can say so */
+		resp.op = req.op > 0 && req.op < HARP_AGENT_OP_END && n >= 8 ? req.op : HARP_AGENT_HELLO;
+		refuse(&resp, -EBADMSG, "%s", why);
+		(void)agent_send(c->fd, &resp, -1);
+		snprintf(resp.text, sizeof(resp.text), "sent a bad message (%s)", why);
+		drop_client(i, resp.text);
+		return;
+	}
+	serve(c, &req, fd, &resp);
+	err = agent_send(c->fd, &resp, -1);
+	if (err) {
+		drop_client(i, strerror(-err));
+	}
+}
+
+/* Listens at the socket path; a socket left there by an agent that is gone is replaced. */
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, probe;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		say("the socket path %s is too long (at most %zu bytes)", path, sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
+		say("another agent answers at %s already", path);
+		close(probe);
+		return -1;
+	}
+	if (probe >= 0) {
+		close(probe);
+	}
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0660) ||
+	    listen(fd, 64)) {
+		say("serving %s failed: %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+		}
+		return -1;
+	}
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "pin-root", required_argument, NULL, 'p' },
+		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "max-clients", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct pollfd *pfds;
+	char *end;
+	long v;
+	int opt, lfd, i, n;
+
+	A.allowed[A.nallowed++] = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's': A.socket_path = optarg; break;
+		case 'p': A.pin_root = optarg; break;
+		case 'u':
+		case 'm':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v < (opt == 'm') || v > (opt == 'm' ? 4096 : INT_MAX)) {
+				return usage(opt == 'm' ? "--max-clients takes 1..4096" :
+							  "--allow-uid takes a numeric uid");
+			}
+			if (opt == 'm') {
+				A.max_clients = (int)v;
+			} else if (A.nallowed < (int)(sizeof(A.allowed) / sizeof(A.allowed[0]))) {
+				A.allowed[A.nallowed++] = (uid_t)v;
+			} else {
+				return usage("at most 15 --allow-uid");
+			}
+			break;
+		case 'h': usage(NULL); return 0;
+		default: return usage(NULL);
+		}
+	}
+	if (optind != argc) {
+		return usage("unexpected arguments");
+	}
+	A.clients = calloc((size_t)A.max_clients, sizeof(*A.clients));
+	pfds = calloc((size_t)A.max_clients + 1, sizeof(*pfds));
+	if (!A.clients || !pfds) {
+		say("out of memory");
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	lfd = listen_at(A.socket_path);
+	if (lfd < 0) {
+		return 1;
+	}
+	say("serving %s for the pins under %s (protocol version %d)", A.socket_path, A.pin_root,
+	    HARP_AGENT_VERSION);
+	while (!A.stop) {
+		pfds[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (i = 0; i < A.nclients; i++) {
+			pfds[i + 1] = (struct pollfd){ .fd = A.clients[i].fd, .events = POLLIN };
+		}
+		n = A.nclients;
+		if (poll(pfds, (nfds_t)n + 1, 1000) <= 0) {
+			continue;
+		}
+		/* from the last: drop_client moves the last client into the dropped one's place */
+		for (i = n - 1; i >= 0; i--) {
+			if (pfds[i + 1].revents) {
+				read_client(i);
+			}
+		}
+		if (pfds[0].revents & POLLIN) {
+			accept_client(lfd);
+		}
+	}
+	while (A.nclients) {
+		drop_client(A.nclients - 1, NULL);
+	}
+	for (i = 0; i < A.nifaces; i++) {
+		iface_close(&A.ifaces[i]);
+	}
+	close(lfd);
+	unlink(A.socket_path);
+	say("stopped");
+	free(pfds);
+	free(A.clients);
+	return 0;
+}
