@@ -114,9 +114,14 @@ static int refuse(struct harp_agent_msg *resp, int err, const char *fmt, ...)
 static int open_pin(const char *dir, const char *name, bool optional)
 {
 	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/%s", dir, name);
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		say("pin path %s/%s is longer than PATH_MAX", dir, name);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	fd = bpf_obj_get(path);
 	if (fd < 0 && !optional) {
 		say("cannot open %s: %s", path, strerror(errno));
