@@ -6,6 +6,12 @@
 #     a bad interface name; an MTU too large for native XDP (refused with the fix under
 #     --xdp-mode native, generic XDP with a stated fallback under auto); --queues set and put
 #     back; hugepages reserved and put back; --dry-run changes nothing;
+#   - a bridge (no queue settings: ethtool -l is not supported) is brought up and down; an up that
+#     fails (a second interface that is not there, native XDP refused after the queue change, the
+#     profile's path taken by a directory) leaves nothing behind: no XDP, no pins, the queues and
+#     hugepages as they were, no record; a down whose unpinning fails (a mount on the pin
+#     directory) says so, exits 1 and forgets the interface all the same; a symlinked harp-attach
+#     finds harp's XDP object;
 #   - after up by root, harp-xfer moves verified data with every capability dropped but CAP_NET_RAW
 #     and CAP_IPC_LOCK (so CAP_BPF, CAP_SYS_ADMIN and CAP_NET_ADMIN are gone), through the pinned
 #     maps; with CAP_NET_RAW dropped too it fails and says why; with
@@ -41,13 +47,15 @@ conf=$tmp/etc/harp.conf
 hp_start=$(cat /proc/sys/vm/nr_hugepages)
 failures=0
 pids=()
+mounted=""
 
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null
 	done
-	for ns_if in "$ns_a:$if_a" "$ns_a:${if_a}q" "$ns_b:$if_b"; do
+	[[ -n $mounted ]] && umount "$mounted"
+	for ns_if in "$ns_a:$if_a" "$ns_a:${if_a}q" "$ns_a:${if_a}g" "$ns_b:$if_b"; do
 		[[ -e /run/netns/${ns_if%%:*} ]] &&
 			nsenter --net="/run/netns/${ns_if%%:*}" "$attach" down "${ns_if#*:}" \
 				--conf "$conf" --pin-root "$pins" >/dev/null 2>&1
@@ -123,6 +131,22 @@ xdp_on() {
 	ip -n "$1" -o link show dev "$2" | grep -q 'prog/xdp'
 }
 
+# rx_queues NS IF: IF's current rx queue count (veth), from ethtool -l.
+rx_queues() {
+	in_ns "$1" ethtool -l "$2" | awk '/^RX:/ {v = $2} END {print v}'
+}
+
+# left_nothing NS IF: nothing of harp's is left for IF: no XDP, no pins, no record, no profile.
+left_nothing() {
+	! xdp_on "$1" "$2" && [[ ! -e $pins/$2 && ! -e $(dirname "$conf")/attached/$2 && ! -e $conf ]]
+}
+
+# what_is_left NS IF: what left_nothing looks at, for a failure's report.
+what_is_left() {
+	ip -n "$1" -o link show dev "$2"
+	ls -la "$pins" "$(dirname "$conf")" "$(dirname "$conf")/attached" 2>&1
+}
+
 # ---- usage and bad input ------------------------------------------------------------------------
 
 ha "$ns_a" up "bad/name"
@@ -188,10 +212,38 @@ want "status after down: exit 1, says what is missing" 1 "program   none"
 ha "$ns_a" up "$xq" --queues 2 --hugepages off
 want "fewer rx queues than the peer's tx: native refused, skb fallback stated" 0 "native XDP refused: veth runs native XDP only with at least as many rx queues as its peer has tx queues; falling back to generic \(skb\) XDP"
 grep -q "up: $xq (skb XDP, 2 queues)" <<<"$out" || fail_case "up says skb and 2 queues" "$out"
-[[ $(in_ns "$ns_a" ethtool -l "$xq" | awk '/^RX:/ {v = $2} END {print v}') == 2 ]] ||
+[[ $(rx_queues "$ns_a" "$xq") == 2 ]] ||
 	fail_case "--queues 2 set the queues" "$(in_ns "$ns_a" ethtool -l "$xq")"
 ha "$ns_a" down "$xq"
 want "down puts the queues back" 0 "queues back to 4"
+
+# An up that fails after changing the queues puts them back: native XDP is refused once the
+# queues are fewer than the peer's.
+ha "$ns_a" up "$xq" --queues 2 --xdp-mode native --hugepages off
+want "native refused after --queues 2: the failure is named" 1 "up $xq: load XDP \(native mode\): veth runs native XDP only with at least as many rx queues"
+if grep -q "undone: $xq's queues back to 4" <<<"$out" && [[ $(rx_queues "$ns_a" "$xq") == 4 ]] &&
+	left_nothing "$ns_a" "$xq"; then
+	pass "a failed up puts the queues back and leaves no record"
+else
+	fail_case "after the failed up: queues $(rx_queues "$ns_a" "$xq"), want 4" "$out" "$(what_is_left "$ns_a" "$xq")"
+fi
+ha "$ns_a" down "$xq"
+
+# The profile's path taken by a directory: up fails at its last step, with XDP attached, the
+# queues changed and hugepages reserved, and undoes all of it.
+mkdir -p "$conf"
+ha "$ns_a" up "$xq" --queues 2 --hugepages $((hp_start + 2))
+want "a directory where the profile belongs: the failure is named" 1 "up write profile: cannot write $conf"
+rmdir "$conf" 2>/dev/null || rm -rf "$conf"
+if grep -q "undone: hugepages back to $hp_start, detached XDP program [0-9]* from $xq, removed $pins/$xq, $xq's queues back to 4, forgot $xq" <<<"$out" &&
+	[[ $(rx_queues "$ns_a" "$xq") == 4 && $(cat /proc/sys/vm/nr_hugepages) == "$hp_start" ]] &&
+	left_nothing "$ns_a" "$xq"; then
+	pass "a failed up detaches, unpins, puts queues and hugepages back and forgets"
+else
+	fail_case "after the failed up: queues $(rx_queues "$ns_a" "$xq"), hugepages $(cat /proc/sys/vm/nr_hugepages)" \
+		"$out" "$(what_is_left "$ns_a" "$xq")"
+fi
+ha "$ns_a" down "$xq"
 ip -n "$ns_a" link set "$xq" mtu 9000 && ip -n "$ns_a" link set "${if_a}r" mtu 9000
 ha "$ns_a" up "$xq" --xdp-mode native --hugepages off
 want "an MTU too large for native XDP is refused with the fix" 1 "up $xq: load XDP \(native mode\): veth runs native XDP only up to MTU 3506 .* and $xq has 9000; fix: ip link set $xq mtu 3500"
@@ -202,6 +254,57 @@ ha "$ns_a" up "$xq" --hugepages off
 want "the same under auto: generic XDP, stated" 0 "native XDP refused: veth runs native XDP only up to MTU 3506.*falling back to generic \(skb\)"
 ha "$ns_a" down "$xq"
 want "down after the fallback" 0 "detached XDP program"
+
+# ---- interfaces without queue settings, failures, a symlinked harp-attach --------------------------
+
+# A bridge answers ethtool -l with "Operation not supported", as bond, tun and macvlan do.
+xg=${if_a}g
+ip -n "$ns_a" link add "$xg" type bridge && ip -n "$ns_a" link set "$xg" up || exit 1
+ha "$ns_a" up "$xg" --dry-run --hugepages off
+want "--dry-run on a bridge: queues taken as fixed, in one line" 0 "up $xg: $xg has no queue settings \(ethtool -l is not supported by its driver\), so its queues are taken as fixed and harp runs on 1"
+left_nothing "$ns_a" "$xg" || fail_case "--dry-run on a bridge changed nothing" "$(what_is_left "$ns_a" "$xg")"
+ha "$ns_a" up "$xg" --hugepages off
+want "up on a bridge: generic XDP, one queue" 0 "^harp-attach: up: $xg \(skb XDP, 1 queue\)"
+if ! xdp_on "$ns_a" "$xg" || [[ ! -e $pins/$xg/harp_config ]]; then
+	fail_case "up on a bridge attached and pinned" "$(what_is_left "$ns_a" "$xg")"
+fi
+ha "$ns_a" down "$xg"
+want "down on a bridge" 0 "down: $xg: detached XDP program [0-9]+, removed $pins/$xg"
+left_nothing "$ns_a" "$xg" || fail_case "after down on a bridge" "$(what_is_left "$ns_a" "$xg")"
+
+# One up for two interfaces, the second not there: the first is taken down again.
+ha "$ns_a" up "$xa" "${xa}zz" --hugepages off
+want "up of two interfaces, the second missing: named" 1 "up ${xa}zz: find interface: no interface ${xa}zz"
+if grep -q "undone: detached XDP program [0-9]* from $xa, removed $pins/$xa, forgot $xa" <<<"$out" &&
+	left_nothing "$ns_a" "$xa"; then
+	pass "a failed up detaches and unpins the interfaces it had brought up"
+else
+	fail_case "after the failed up of two" "$out" "$(what_is_left "$ns_a" "$xa")"
+fi
+ha "$ns_a" down "$xa"
+
+# A down whose unpinning fails: a mount on the pin directory makes it busy.
+ha "$ns_a" up "$xa" --hugepages off
+want "up for the failing down" 0 "up: $xa"
+mount -t tmpfs harp-test "$pins/$xa" && mounted=$pins/$xa
+ha "$ns_a" down "$xa"
+want "a failed down names the step, the interface and the fix" 1 "down $xa: unpin maps: cannot remove $pins/$xa; fix: "
+if grep -q "down: $xa: detached XDP program" <<<"$out" && ! xdp_on "$ns_a" "$xa" &&
+	[[ ! -e $(dirname "$conf")/attached/$xa && ! -e $conf ]]; then
+	pass "a failed down still detaches the rest and forgets the interface"
+else
+	fail_case "after the failed down" "$out" "$(what_is_left "$ns_a" "$xa")"
+fi
+umount "$mounted" && mounted=""
+ha "$ns_a" down "$xa"
+want "a second down removes what the first could not" 0 "down: $xa: removed $pins/$xa"
+
+# Installed as a symlink (/usr/local/bin/harp-attach): the object is found beside the real file.
+mkdir -p "$tmp/bin" && ln -s "$attach" "$tmp/bin/harp-attach"
+out=$(in_ns "$ns_a" timeout 60 "$tmp/bin/harp-attach" up "$xa" --dry-run --hugepages off \
+	--conf "$conf" --pin-root "$pins" 2>&1)
+rc=$?
+want "a symlinked harp-attach finds harp_xdp.bpf.o" 0 "would load: xdp-loader load -m native -p $pins/$xa $xa /.+/harp_xdp\.bpf\.o$"
 
 # ---- hugepages ------------------------------------------------------------------------------------
 
