@@ -488,7 +488,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct pollfd *pfds;
 	char *end;
-	long v;
+	long long v;
 	int opt, lfd, i, n;
 
 	A.allowed[A.nallowed++] = 0;
@@ -499,10 +499,12 @@ int main(int argc, char **argv)
 		case 'u':
 		case 'm':
 			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v < (opt == 'm') || v > (opt == 'm' ? 4096 : INT_MAX)) {
+			v = strtoll(optarg, &end, 10);
+			/* a uid is 0..2^32-2: (uid_t)-1 means "no uid" to the kernel */
+			if (errno || *end || end == optarg || v < (opt == 'm') ||
+			    v > (opt == 'm' ? 4096 : 4294967294LL)) {
 				return usage(opt == 'm' ? "--max-clients takes 1..4096" :
-							  "--allow-uid takes a numeric uid");
+							  "--allow-uid takes a numeric uid, 0..4294967294");
 			}
 			if (opt == 'm') {
 				A.max_clients = (int)v;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# The node agent (harp-agent) on a node harp-attach prepared, with its clients confined as pods
-# under the runtimes' default seccomp profile are (no-bpf: every bpf() fails):
+# The node agent (harp-agent) as the DaemonSet runs it, `harp-attach run` on each node (namespace),
+# with its clients confined as pods under the runtimes' default seccomp profile are (no-bpf: every
+# bpf() fails):
 #   transfer     both ends reach their pinned program only through their node's agent and move
 #                verified data over two queues, four connections; each end says it uses the
 #                agent
@@ -11,6 +12,9 @@
 #   bad_client   a client sending garbage, another speaking a newer version, and one handing
 #                over a descriptor that is no AF_XDP socket get one clear answer each; the agent
 #                goes on serving
+#   restart      the agent killed, run starts another on the same socket, which serves
+#   stop         SIGTERM to run stops the agent (its socket gone) and takes harp down (no XDP
+#                program on the interface, no pins), run exiting 0
 #
 #   agent.sh
 #
@@ -43,14 +47,14 @@ done
 
 harness_init agent
 pins=/sys/fs/bpf/harp-ag-$$
-conf=$tmp/harp.conf
 # shellcheck disable=SC2317 # called from the EXIT trap
 harness_cleanup_extra() {
-	local ns_if
-	for ns_if in "${ns_a:-}:${if_a:-}" "${ns_b:-}:${if_b:-}"; do
+	local side ns_if
+	for side in a:"${ns_a:-}:${if_a:-}" b:"${ns_b:-}:${if_b:-}"; do
+		ns_if=${side#*:}
 		[[ -e /run/netns/${ns_if%%:*} ]] &&
 			nsenter --net="/run/netns/${ns_if%%:*}" "$attach" down "${ns_if#*:}" \
-				--conf "$conf" --pin-root "$pins" >/dev/null 2>&1
+				--conf "$tmp/harp-${side%%:*}.conf" --pin-root "$pins" >/dev/null 2>&1
 	done
 	rm -rf "$pins"
 }
@@ -61,34 +65,31 @@ report() {
 }
 
 topo_pair 1500 2 || exit
-for side in "$ns_a:$if_a" "$ns_b:$if_b"; do
-	if ! nsenter --net="/run/netns/${side%%:*}" "$attach" up "${side#*:}" --conf "$conf" \
-		--pin-root "$pins" --hugepages off >"$tmp/attach.log" 2>&1; then
-		cat "$tmp/attach.log"
-		exit 1
-	fi
-done
 
-# One agent per node (namespace), each on its own socket; nsenter keeps the host's /sys/fs/bpf.
+# harp-attach run per node (namespace), one after the other as nodes boot, each with its own
+# profile and agent socket; nsenter keeps the host's /sys/fs/bpf. run's pid is timeout's, which
+# passes SIGTERM on.
+declare -A run_pid=()
 for side in a b; do
-	ns_var=ns_$side
-	spawn_bounded 300 nsenter --net="/run/netns/${!ns_var}" "$agent" \
-		--socket "$tmp/agent-$side.sock" --pin-root "$pins" 2>"$tmp/agent-$side.log"
+	ns_var=ns_$side if_var=if_$side
+	spawn_bounded 300 nsenter --net="/run/netns/${!ns_var}" "$attach" run "${!if_var}" \
+		--conf "$tmp/harp-$side.conf" --pin-root "$pins" --hugepages off \
+		--agent "$agent" --agent-socket "$tmp/agent-$side.sock" >>"$tmp/agent-$side.log" 2>&1
+	run_pid[$side]=$spawned_pid
 	pids+=("$spawned_pid")
-done
-for side in a b; do
-	for _ in $(seq 50); do
-		[[ -S $tmp/agent-$side.sock ]] && break
+	for _ in $(seq 150); do
+		grep -q "harp-attach: run: harp is up on .*serving $tmp/agent-$side.sock" "$tmp/agent-$side.log" && break
 		sleep 0.1
 	done
-	[[ -S $tmp/agent-$side.sock ]] || { report "agent $side never listened"; cat "$tmp/agent-$side.log"; exit 1; }
+	[[ -S $tmp/agent-$side.sock ]] || { report "run on $side: no agent listens"; cat "$tmp/agent-$side.log"; exit 1; }
+	grep '^harp-attach: up:' "$tmp/agent-$side.log" | sed 's/^/agent: /'
 done
 
 # xfer_env SIDE: the environment of a confined harp process on SIDE's node
 xfer_env() {
 	local ns_var=ns_$1
-	echo nsenter --net="/run/netns/${!ns_var}" "$no_bpf" env HARP_CONF="$conf" \
-		HARP_PIN_ROOT="$pins" HARP_AGENT_SOCKET="$tmp/agent-$1.sock" HARP_LOG_LEVEL=info
+	echo nsenter --net="/run/netns/${!ns_var}" "$no_bpf" env HARP_CONF="$tmp/harp-$1.conf" \
+		HARP_LOG_LEVEL=info
 }
 
 # transfer: both ends confined, through the agents only.
@@ -216,8 +217,50 @@ done
 kill "$last" 2>/dev/null || true
 wait "$last" 2>/dev/null || true
 
+# restart: the agent of b killed; run starts another on the same socket, which serves.
+apid=$(sed -n 's/^harp-attach: run: harp is up on .*node agent (pid \([0-9]*\)).*/\1/p' "$tmp/agent-b.log")
+if [[ -z $apid ]] || ! kill -KILL "$apid" 2>/dev/null; then
+	report "restart: no agent pid in run's line"
+else
+	for _ in $(seq 50); do
+		grep -q "serving $tmp/agent-b.sock again" "$tmp/agent-b.log" && break
+		sleep 0.1
+	done
+	grep "ended with status\|serving .* again" "$tmp/agent-b.log" | sed 's/^/agent: restart: /'
+	grep -q "node agent (pid $apid) ended with status 137; starting it again" "$tmp/agent-b.log" ||
+		report "restart: run did not see its agent end"
+	rm -f "$tmp/handle"
+	spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=1-1 "$xfer" server --ifname "$if_b" \
+		--handle-file "$tmp/handle" --timeout 20 >"$tmp/restarted.out" 2>"$tmp/restarted.err"
+	last=$spawned_pid
+	pids+=("$last")
+	for _ in $(seq 100); do
+		[[ -s $tmp/handle ]] && break
+		sleep 0.1
+	done
+	[[ -s $tmp/handle ]] && grep -q 'using the node agent at' "$tmp/restarted.err" ||
+		{ report "restart: the new agent does not serve"; tail -n 5 "$tmp/restarted.err"; }
+	kill "$last" 2>/dev/null || true
+	wait "$last" 2>/dev/null || true
+fi
+
+# stop: SIGTERM to run (as the kubelet sends) stops the agent and takes harp down.
+for side in a b; do
+	ns_var=ns_$side if_var=if_$side
+	kill -TERM "${run_pid[$side]}"
+	rc=0
+	wait "${run_pid[$side]}" || rc=$?
+	echo "agent: case=stop side=$side rc=$rc"
+	((rc == 0)) || report "stop: run on $side exited $rc"
+	[[ ! -e $tmp/agent-$side.sock ]] || report "stop: $tmp/agent-$side.sock is still there"
+	grep -q "^harp-agent: stopped" "$tmp/agent-$side.log" || report "stop: the agent of $side did not stop"
+	! ip -n "${!ns_var}" link show dev "${!if_var}" | grep -q ' xdp' ||
+		report "stop: an XDP program is still attached to ${!if_var}"
+	[[ ! -e $pins/${!if_var} ]] || report "stop: $pins/${!if_var} is still there"
+done
+
 if ((fail)); then
-	sed 's/^/    agent-b | /' "$tmp/agent-b.log" | tail -n 20
+	sed 's/^/    agent-b | /' "$tmp/agent-b.log" | tail -n 40
 	exit 1
 fi
 echo "agent: every case held"
