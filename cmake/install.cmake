@@ -10,11 +10,23 @@ install(TARGETS harp harp_static EXPORT harpTargets
 	INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/include/harp/harp.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/harp)
 
-# NCCL dlopen()s "libnccl-net-harp.so" by name, so the plugin goes in the library directory that
-# LD_LIBRARY_PATH names. RUNPATH $ORIGIN lets a container carry libbpf.so.1 and libxdp.so.1 in
-# that same directory instead of installing the distribution's packages.
-set_target_properties(nccl-net-harp PROPERTIES INSTALL_RPATH "$ORIGIN")
+# NCCL opens the plugin by full path (NCCL_NET_PLUGIN=/prefix/lib/libnccl-net-harp.so), by name
+# on the library path (NCCL_NET_PLUGIN=harp: libnccl-net-harp.so), or, with NCCL_NET_PLUGIN
+# unset, as libnccl-net.so: the alias installed beside it. RUNPATH $ORIGIN lets a container carry
+# libbpf.so.1 and libxdp.so.1 in that same directory instead of installing the distribution's
+# packages; the configured library directory after it finds them when the plugin is reached
+# through a link elsewhere (/usr/lib/libnccl-net.so in the plugin layer), where $ORIGIN is the
+# link's directory.
+set_target_properties(nccl-net-harp PROPERTIES INSTALL_RPATH "$ORIGIN;${CMAKE_INSTALL_FULL_LIBDIR}")
 install(TARGETS nccl-net-harp LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(CODE "
+	set(harp_alias \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libnccl-net.so\")
+	if(IS_ABSOLUTE \"${CMAKE_INSTALL_LIBDIR}\")
+		set(harp_alias \"\$ENV{DESTDIR}${CMAKE_INSTALL_LIBDIR}/libnccl-net.so\")
+	endif()
+	message(STATUS \"Installing: \${harp_alias} -> libnccl-net-harp.so\")
+	file(CREATE_LINK libnccl-net-harp.so \"\${harp_alias}\" SYMBOLIC)
+	list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${harp_alias}\")")
 
 install(TARGETS harp-params harp-xfer harp-perf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # the node agent, which harp-attach run starts from beside itself

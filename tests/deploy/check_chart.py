@@ -42,6 +42,9 @@ except ImportError as e:
              "python3-kubernetes (scripts/setup.sh does) and run with Debian's /usr/bin/python3")
 
 HARP_ATTACH = "/opt/harp/sbin/harp-attach"
+HARP_PLUGIN = "/opt/harp/lib/libnccl-net-harp.so"
+# Where libharp looks for the node agent's socket (HARP_AGENT_SOCKET's default).
+AGENT_DIR = "/run/harp"
 # Training pods may have these beyond NET_RAW and IPC_LOCK only when the container runs sshd (the
 # MPI operator's workers): as root, sshd chroots its pre-auth child and switches users and groups.
 SSHD_CAPS = {"SYS_CHROOT", "SETUID", "SETGID"}
@@ -644,17 +647,31 @@ def check_harp_env(doc, known, errs):
 
 
 def check_nccl_env(env, where, errs):
-    if env.get("NCCL_NET_PLUGIN") != "harp":
-        errs.append(f"{where}: NCCL_NET_PLUGIN is {env.get('NCCL_NET_PLUGIN')!r}, not harp")
-    if str(env.get("LD_LIBRARY_PATH", "")).split(":")[0] != "/opt/harp/lib":
-        errs.append(f"{where}: LD_LIBRARY_PATH does not start with /opt/harp/lib")
+    if env.get("NCCL_NET_PLUGIN") != HARP_PLUGIN:
+        errs.append(f"{where}: NCCL_NET_PLUGIN is {env.get('NCCL_NET_PLUGIN')!r}, not the full "
+                    f"path {HARP_PLUGIN} (found through its RUNPATH, whatever the image's "
+                    "LD_LIBRARY_PATH)")
+    if "LD_LIBRARY_PATH" in env:
+        errs.append(f"{where}: sets LD_LIBRARY_PATH, which replaces the image's own (CUDA, "
+                    "NCCL); the plugin's full path needs none")
     if env.get("NCCL_DEBUG") != "INFO":
         errs.append(f"{where}: NCCL_DEBUG is not INFO (the NET/HARP line shows harp is in use)")
 
 
+def agent_host_dir(ctr, spec):
+    """The host directory a container mounts at /run/harp (the node agent's), or None."""
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    for mount in ctr.get("volumeMounts") or []:
+        if mount.get("mountPath") == AGENT_DIR:
+            return ((volumes.get(mount.get("name")) or {}).get("hostPath") or {}).get("path"), \
+                mount
+    return None, None
+
+
 def check_training_pod(spec, path, errs, nccl_in_pod):
-    """A pod that runs harp: host network, NET_RAW and IPC_LOCK, the maps and profile from the
-    node, hugepages; never privileged."""
+    """A pod that runs harp: host network, NET_RAW and IPC_LOCK, the node agent's socket and the
+    profile from the node, hugepages, the runtime's default seccomp profile; never privileged,
+    no bpffs (the agent enters its sockets)."""
     if spec.get("hostNetwork") is not True:
         errs.append(f"{path}: hostNetwork is not true (AF_XDP binds the node NIC's queues)")
     harp_ctrs = 0
@@ -663,21 +680,29 @@ def check_training_pod(spec, path, errs, nccl_in_pod):
         sc = ctr.get("securityContext") or {}
         if sc.get("privileged"):
             errs.append(f"{cpath}: privileged; training pods must not be")
+        host_dir, run_mount = agent_host_dir(ctr, spec)
         bpf_mount, _ = mount_of(ctr, spec, "/sys/fs/bpf")
-        if bpf_mount is None:
+        if run_mount is None and bpf_mount is None:
             continue
         harp_ctrs += 1
-        if bpf_mount.get("mountPath") != "/sys/fs/bpf" or bpf_mount.get("readOnly") is not True:
-            errs.append(f"{cpath}: /sys/fs/bpf must be mounted read-only at /sys/fs/bpf "
-                        "(a read-write map opens through it; the pod writes no pins)")
+        if run_mount is None:
+            errs.append(f"{cpath}: mounts /sys/fs/bpf but not the node agent's {AGENT_DIR}; "
+                        "through the agent the pod needs no bpf() and no bpffs")
+        else:
+            if host_dir != AGENT_DIR:
+                errs.append(f"{cpath}: {AGENT_DIR} comes from {host_dir!r}, not the host's "
+                            f"{AGENT_DIR} (the chart's agent.hostDir)")
+            if run_mount.get("readOnly") is not True:
+                errs.append(f"{cpath}: {AGENT_DIR} is not read-only (connecting to the socket "
+                            "needs no write access)")
+        if bpf_mount is not None:
+            errs.append(f"{cpath}: mounts /sys/fs/bpf; with the node agent it is not needed")
         seccomp = (sc.get("seccompProfile") or (spec.get("securityContext") or {})
                    .get("seccompProfile") or {}).get("type")
-        if seccomp not in ("Unconfined", "Localhost"):
-            errs.append(f"{cpath}: seccompProfile is {seccomp!r}; RuntimeDefault refuses the "
-                        "bpf() that opening the pinned maps needs: set Unconfined, or Localhost "
-                        "with a profile that allows bpf()")
-        if bpf_mount.get("mountPropagation") != "HostToContainer":
-            errs.append(f"{cpath}: /sys/fs/bpf needs mountPropagation HostToContainer")
+        if seccomp != "RuntimeDefault":
+            errs.append(f"{cpath}: seccompProfile is {seccomp!r}; through the node agent harp "
+                        "needs no bpf(), so the runtime's default profile (RuntimeDefault), set "
+                        "explicitly")
         conf_mount, _ = mount_of(ctr, spec, "/etc/harp")
         if conf_mount is None or conf_mount.get("mountPath") != "/etc/harp" \
                 or conf_mount.get("readOnly") is not True:
@@ -705,7 +730,7 @@ def check_training_pod(spec, path, errs, nccl_in_pod):
         if nccl_in_pod:
             check_nccl_env(env_of(ctr), cpath, errs)
     if harp_ctrs == 0:
-        errs.append(f"{path}: no container mounts the host's /sys/fs/bpf")
+        errs.append(f"{path}: no container mounts the node agent's {AGENT_DIR}")
 
 
 def check_mpi_launcher(spec, path, errs):
@@ -720,8 +745,7 @@ def check_mpi_launcher(spec, path, errs):
         argv = [str(a) for a in (ctr.get("command") or []) + (ctr.get("args") or [])]
         forwarded = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-x"}
         for name in env:
-            if (name.startswith(("NCCL_", "HARP_")) or name == "LD_LIBRARY_PATH") \
-                    and name not in forwarded and not any(f.startswith(name + "=")
+            if name.startswith(("NCCL_", "HARP_")) and name not in forwarded and not any(f.startswith(name + "=")
                                                           for f in forwarded):
                 errs.append(f"{cpath}: {name} is set but not passed to the ranks with -x")
 
@@ -743,6 +767,13 @@ def expected_agent(values, app_version):
     opts = ["--queues", str(values["queues"]), "--port-base", str(values["portBase"]),
             "--port-count", str(values["portCount"]), "--frame-count", str(values["frameCount"]),
             "--hugepages", str(values["hugepages"]), "--xdp-mode", str(values["xdpMode"])]
+    agent = values["agent"]
+    if agent["enabled"]:
+        opts += ["--agent-socket", f"{AGENT_DIR}/agent.sock"]
+        for uid in agent["allowUids"]:
+            opts += ["--allow-uid", str(uid)]
+    else:
+        opts += ["--agent-socket", "off"]
     tag = values["image"]["tag"] or app_version
     return {
         "image": f"{values['image']['repository']}:{tag}",
@@ -801,6 +832,17 @@ def check_agent_daemonset(ds, values, app_version, errs):
         errs.append("the host's /etc/harp is not mounted read-write at /etc/harp")
     elif (conf_vol.get("hostPath") or {}).get("type") != "DirectoryOrCreate":
         errs.append("the /etc/harp hostPath is not DirectoryOrCreate")
+    host_dir, run_mount = agent_host_dir(ctr, spec)
+    if values["agent"]["enabled"]:
+        run_vol = next((v for v in spec.get("volumes") or []
+                        if v.get("name") == (run_mount or {}).get("name")), {})
+        if run_mount is None or run_mount.get("readOnly") or host_dir != values["agent"]["hostDir"]:
+            errs.append(f"agent.hostDir {values['agent']['hostDir']!r} is not mounted read-write "
+                        f"at {AGENT_DIR} (the agent's socket lies there)")
+        elif (run_vol.get("hostPath") or {}).get("type") != "DirectoryOrCreate":
+            errs.append(f"the {AGENT_DIR} hostPath is not DirectoryOrCreate")
+    elif run_mount is not None:
+        errs.append(f"agent.enabled is false, yet {AGENT_DIR} is mounted")
     if values["terminationGracePeriodSeconds"] < 10:
         errs.append("terminationGracePeriodSeconds leaves `down` no time")
 
@@ -922,18 +964,23 @@ def check_dockerfiles(rep, repo, chart):
     final = plugin[-1]
     copies = [a for i, a in final["body"] if i == "COPY"]
     layer_text = " ".join(a for s in plugin for _, a in s["body"])
-    rep.check("container/plugin.Dockerfile: a scratch layer with the plugin and its libraries", [
+    rep.check("container/plugin.Dockerfile: a scratch layer with the plugin, its alias and its "
+              "libraries", [
         None if final["from"] == "scratch" else f"final stage FROM {final['from']}",
-        None if copies and all(c.split()[-1] == "/opt/harp" for c in copies)
-        else f"final stage copies {copies}, not into /opt/harp",
+        None if copies == ["--from=layer /layer /"]
+        else f"final stage copies {copies}, not the layer stage's /layer to /",
         *[None if lib in layer_text else f"{lib} not in the layer"
           for lib in ("libnccl-net-harp.so", "libbpf.so.1", "libxdp.so.1")],
+        None if "ln -s /opt/harp/lib/libnccl-net-harp.so /layer/usr/lib/libnccl-net.so"
+        in layer_text else "no /usr/lib/libnccl-net.so linking to the plugin (NCCL's default name)",
+        None if "/opt/harp/lib/libnccl-net.so" in layer_text
+        else "the install's libnccl-net.so alias is not in /opt/harp/lib",
     ])
     readme = os.path.join(cdir, "README.md")
     with open(readme, encoding="utf-8") as f:
         text = f.read()
-    rep.check("container/README.md says the images are not built here", [
-        None if "no container engine" in text else "does not say there is no container engine"])
+    rep.check("container/README.md says the tests read the images' files, not build them", [
+        None if "not by building them" in text else "does not say how the tests check them"])
 
 
 # --- the two modes --------------------------------------------------------------------------------
@@ -1012,6 +1059,9 @@ def helm_mode(rep, repo, helm):
         variants = {
             "variant-two-ifaces.yaml": {"interfaces": ["eth0", "eth1.100"], "hugepages": 1000000,
                                         "queues": 64, "portBase": 65472, "frameCount": 262144},
+            "variant-no-agent.yaml": {"agent": {"enabled": False}},
+            "variant-agent-uids.yaml": {"agent": {"hostDir": "/var/run/harp-agent",
+                                                  "allowUids": [1000, 4294967294]}},
             "variant-no-sa.yaml": {"serviceAccount": {"create": False, "name": ""},
                                    "updateStrategy": {"type": "OnDelete"},
                                    "priorityClassName": "", "hugepages": "off",

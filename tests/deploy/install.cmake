@@ -10,7 +10,7 @@ add_test(NAME deploy_install
 		--bpf-object ${BPF_OBJ}
 		--libdir ${CMAKE_INSTALL_LIBDIR} --bindir ${CMAKE_INSTALL_BINDIR}
 		--sbindir ${CMAKE_INSTALL_SBINDIR} --includedir ${CMAKE_INSTALL_INCLUDEDIR}
-		--datadir ${CMAKE_INSTALL_DATADIR}
+		--datadir ${CMAKE_INSTALL_DATADIR} --full-libdir ${CMAKE_INSTALL_FULL_LIBDIR}
 		--cmake ${CMAKE_COMMAND} --cc ${CMAKE_C_COMPILER})
 set_tests_properties(deploy_install PROPERTIES
 	LABELS deploy

@@ -4,15 +4,18 @@
 # What `cmake --install` lays out, and whether a program outside harp's tree can use it.
 #
 #   install.sh --build DIR --source DIR --version V --harp-perf BIN --plugin SO --bpf-object O
-#              --libdir D --bindir D --sbindir D --includedir D --datadir D [--cmake BIN] [--cc CC]
+#              --libdir D --bindir D --sbindir D --includedir D --datadir D --full-libdir D
+#              [--cmake BIN] [--cc CC]
 #     --build, --source   harp's build and source trees
 #     --harp-perf, --plugin, --bpf-object   the build's harp-perf, plugin and XDP object
 #     --libdir ... --datadir   GNUInstallDirs' CMAKE_INSTALL_*DIR, relative to the prefix
+#     --full-libdir   CMAKE_INSTALL_FULL_LIBDIR, the library directory the build was configured for
 #
 # 1. cmake --install DIR --prefix T/prefix: every file of the layout is there and is what it
 #    should be: libharp.so's version links and soname, libharp.a, harp.h as in the source,
 #    harp.pc naming T/prefix, the CMake package, the plugin exporting ncclNetPlugin_v8..v12 and
-#    nothing else with RUNPATH $ORIGIN, the tools (harp-perf defaulting to the installed plugin),
+#    nothing else with RUNPATH $ORIGIN then the configured library directory, the alias
+#    libnccl-net.so linking to it, the tools (harp-perf defaulting to the installed plugin),
 #    the node agent harp-agent and harp-attach beside it, the XDP object (a BPF ELF with an "xdp" section); no
 #    installed binary has a RUNPATH into the build or source tree.
 # 2. DESTDIR=T/stage cmake --install DIR --prefix /opt/harp: the same, under T/stage/opt/harp,
@@ -37,7 +40,7 @@ usage() {
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build="" source="" version="" harp_perf="" plugin="" bpf_object="" cmake=cmake cc=${CC:-cc}
-libdir="" bindir="" sbindir="" includedir="" datadir=""
+libdir="" bindir="" sbindir="" includedir="" datadir="" full_libdir=""
 while (($#)); do
 	case $1 in
 	--build) build=${2:?} && shift ;;
@@ -51,6 +54,7 @@ while (($#)); do
 	--sbindir) sbindir=${2:?} && shift ;;
 	--includedir) includedir=${2:?} && shift ;;
 	--datadir) datadir=${2:?} && shift ;;
+	--full-libdir) full_libdir=${2:?} && shift ;;
 	--cmake) cmake=${2:?} && shift ;;
 	--cc) cc=${2:?} && shift ;;
 	*) usage "unknown argument '$1'" ;;
@@ -58,7 +62,7 @@ while (($#)); do
 	shift
 done
 for v in build source version harp_perf plugin bpf_object libdir bindir sbindir includedir \
-	datadir; do
+	datadir full_libdir; do
 	[[ -n ${!v} ]] || usage "--${v//_/-} is required"
 done
 for tool in "$cmake" "$cc" pkg-config readelf nm ar ldd cmp; do
@@ -148,9 +152,13 @@ check_packages() {
 	done
 }
 
-# check_plugin ROOT: the plugin exports the five tables and nothing else; RUNPATH is $ORIGIN.
+# check_plugin ROOT: the plugin exports the five tables and nothing else; RUNPATH is $ORIGIN,
+# then the configured library directory; libnccl-net.so, NCCL's default name, links to it.
 check_plugin() {
 	local so=$1/$libdir/libnccl-net-harp.so got
+	if [[ ! -L $1/$libdir/libnccl-net.so || $(readlink "$1/$libdir/libnccl-net.so") != libnccl-net-harp.so ]]; then
+		fail "$1/$libdir/libnccl-net.so: not a link to libnccl-net-harp.so"
+	fi
 	if [[ ! -f $so ]]; then
 		fail "$so: missing"
 		return
@@ -160,8 +168,9 @@ check_plugin() {
 		fail "$so: exports '$got', not ncclNetPlugin_v8..v12 alone"
 	fi
 	# shellcheck disable=SC2016 # $ORIGIN is the loader's, not the shell's
-	if ! matches '\(RUNPATH\).*\[\$ORIGIN\]$' readelf -d "$so"; then
-		fail "$so: RUNPATH is not \$ORIGIN: $(readelf -d "$so" | grep PATH || echo none)"
+	got=$(readelf -d "$so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p')
+	if [[ $got != "\$ORIGIN:$full_libdir" ]]; then
+		fail "$so: RUNPATH is '$got', not \$ORIGIN:$full_libdir"
 	fi
 }
 

@@ -18,6 +18,9 @@
 #                         e.g. "HARP_FAULT_DROP_PPM=300000" to lose packets the client receives
 #     --valgrind          run one side under valgrind's memcheck (the server; for peer-kill the
 #                         client, which outlives its peer)
+#     --load-as NAME      the drivers dlopen() NAME instead of SO's path: a bare name is looked up
+#                         on the library path as NCCL looks up libnccl-net.so (SO is still the
+#                         file the symbol check reads)
 #
 # The scenarios are described in net_driver.c. init-fail runs three cases per version: an
 # interface that does not exist, HARP_QUEUES=abc and an unknown HARP_FOO=1; each must make init
@@ -52,12 +55,12 @@ usage() {
 	if (($#)); then
 		echo "conformance: $*" >&2
 	fi
-	sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 plugin="" driver="" versions="8,9,10,11,12" scenarios="basic,pipeline,grouped" only=""
-use_valgrind=0 queues=1 devices=1 client_env=""
+use_valgrind=0 queues=1 devices=1 client_env="" load_as=""
 while (($#)); do
 	case $1 in
 	--plugin) plugin=${2:?} && shift ;;
@@ -69,6 +72,7 @@ while (($#)); do
 	--devices) devices=${2:?} && shift ;;
 	--client-env) client_env=${2:?} && shift ;;
 	--valgrind) use_valgrind=1 ;;
+	--load-as) load_as=${2:?} && shift ;;
 	*) usage "unknown option '$1'" ;;
 	esac
 	shift
@@ -96,6 +100,7 @@ if [[ -z $plugin || ! -f $plugin ]]; then
 	exit 1
 fi
 plugin=$(realpath "$plugin")
+load=${load_as:-$plugin}
 # harp refuses HARP_* variables it does not know; this one belongs to the netns scripts.
 unset HARP_XFER
 
@@ -237,7 +242,7 @@ side_cmd() {
 	if ((use_valgrind)) && [[ $side == "$(valgrind_side "$scenario")" ]]; then
 		cmd+=("${valgrind_bpf[@]}")
 	fi
-	cmd+=("$driver" --plugin "$plugin" --version "$version" --scenario "$scenario"
+	cmd+=("$driver" --plugin "$load" --version "$version" --scenario "$scenario"
 		--role "$side" --dir "$dir" --timeout "$(driver_timeout "$scenario")")
 }
 
@@ -406,7 +411,7 @@ run_init_fail() {
 	fi
 	# shellcheck disable=SC2086 # env_words: NAME=VALUE words without spaces
 	run_bounded 60 ip netns exec "$ns_a" env $env_words "${vg[@]}" "$driver" \
-		--plugin "$plugin" --version "$version" --scenario init-fail \
+		--plugin "$load" --version "$version" --scenario init-fail \
 		--expect-warn "$expect" >"$prefix.out" 2>"$prefix.err" || rc=$?
 	judge "$name" "$rc" "$prefix"
 	echo "conformance: case=$name init_result=$(key "$prefix.out" init_result)" \

@@ -69,6 +69,20 @@ so each goes through int64; every argument is quoted, since a command line is st
 - {{ .Values.xdpMode | quote }}
 {{- end -}}
 
+{{/* run's options for the node agent: its socket in the /run/harp mount, or none. */}}
+{{- define "harp.agentOptions" -}}
+- --agent-socket
+{{- if .Values.agent.enabled }}
+- "/run/harp/agent.sock"
+{{- range .Values.agent.allowUids }}
+- --allow-uid
+- {{ . | int64 | quote }}
+{{- end }}
+{{- else }}
+- "off"
+{{- end }}
+{{- end -}}
+
 {{/* The interfaces, one list item each, for run, down and status alike. */}}
 {{- define "harp.interfaceArgs" -}}
 {{- range $i, $name := .Values.interfaces }}
