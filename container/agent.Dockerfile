@@ -5,10 +5,15 @@
 # for the Helm chart's DaemonSet. Build from the repository root:
 #   docker build -f container/agent.Dockerfile -t harp/agent:0.1.0 .
 
+# The base images, overridable with --build-arg (a mirror, a pinned digest, or the local base
+# image the container tests build with debootstrap).
+ARG BUILD_BASE=debian:12
+ARG RUNTIME_BASE=debian:12-slim
+
 # The build stage is the same in plugin.Dockerfile (tests/deploy checks that they match), so a
 # builder with a cache builds it once for both images. Build dependencies are the build lines of
 # scripts/setup.sh; tests are off, so cmocka is not needed, nor the fault injector.
-FROM debian:12 AS build
+FROM ${BUILD_BASE} AS build
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev \
@@ -21,7 +26,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/
 	&& cmake --build /build -j"$(nproc)" \
 	&& cmake --install /build
 
-FROM debian:12-slim
+FROM ${RUNTIME_BASE}
 # harp-attach is bash; it loads and pins with xdp-loader (xdp-tools) and bpftool, sets queues with
 # ethtool, reads links with ip (iproute2), mounts bpffs (mount, util-linux) and reads sysctls
 # (procps). libbpf1 and libxdp1 are what harp's own tools link; libxdp1 also holds the XDP

@@ -16,8 +16,12 @@
 # LD_LIBRARY_PATH says. They need libelf.so.1 and libz.so.1 and glibc 2.34 or later from the
 # image (Ubuntu 22.04: libelf1, zlib1g, glibc 2.35).
 
+# The base images, overridable with --build-arg (a mirror, a pinned digest, or the local base
+# image the container tests build with debootstrap).
+ARG BUILD_BASE=debian:12
+
 # The build stage is agent.Dockerfile's, word for word (tests/deploy checks that they match).
-FROM debian:12 AS build
+FROM ${BUILD_BASE} AS build
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev \

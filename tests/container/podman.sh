@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# harp's images as an operator runs them, with podman: the node agent image and the plugin
+# layer built from container/*.Dockerfile (base images as build arguments, no file edited), and
+# a training image made from the plugin layer the way container/README.md says. Two node
+# network namespaces A and B joined by veth, each prepared by the agent image running
+# `harp-attach run` privileged in that namespace, then:
+#   agent        a server on B and a client on A, each a training container with --cap-drop ALL
+#                --cap-add NET_RAW --cap-add IPC_LOCK under podman's default seccomp profile
+#                (which refuses bpf()), move data through the plugin (NCCL's default name,
+#                libnccl-net.so) and the node agents; every byte checked
+#   refused      the same container with /sys/fs/bpf instead of the agent's socket cannot open
+#                the pins, and says the seccomp profile is why
+#   pins         a server on B with seccomp=unconfined, /sys/fs/bpf and no agent socket uses the
+#                pinned maps, against a client on A through A's agent; every byte checked
+#   stop         podman stop on each agent container runs down: no XDP program, no pins, no
+#                socket left
+#
+#   podman.sh --repo DIR --driver BIN
+#
+# The base image is made once per machine (debootstrap from the mirror in this machine's apt
+# sources, podman import) and kept as localhost/harp-test/debian:bookworm-minbase; the images of
+# a run are built without a layer cache (--layers=false, so no intermediate image stays behind),
+# tagged with its PID and removed after it. podman runs with --runtime runc (crun
+# refuses this machine's cgroup set-up). Exits 0 if every case held, 1 if one did not or podman
+# cannot run here (one line says why), 2 on bad usage.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/netns/lib.sh
+source "$here/../netns/lib.sh"
+
+repo="" driver=""
+while (($#)); do
+	case $1 in
+	--repo) repo=${2:?} && shift ;;
+	--driver) driver=${2:?} && shift ;;
+	*) echo "container: unknown argument '$1'" >&2 && sed -n '22s/^# \{0,1\}//p' "$0" >&2 && exit 2 ;;
+	esac
+	shift
+done
+[[ -f $repo/container/agent.Dockerfile && -x $driver ]] ||
+	{ echo "container: --repo (harp's source) and --driver (harp-net-driver) are required" >&2; exit 2; }
+repo=$(realpath "$repo")
+for t in podman runc debootstrap tar; do
+	command -v "$t" >/dev/null ||
+		{ echo "container: missing $t (scripts/setup.sh installs podman, runc and debootstrap)"; exit 1; }
+done
+((EUID == 0)) || { echo "container: needs root (podman with XDP, network namespaces)"; exit 1; }
+
+pm=(podman --runtime runc)
+limits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+base=localhost/harp-test/debian:bookworm-minbase
+run_id=harp-ct-$$
+agent_img=localhost/harp-test/agent:$$ plugin_img=localhost/harp-test/plugin:$$
+train_img=localhost/harp-test/train:$$
+pins=/sys/fs/bpf/$run_id
+
+harness_init container
+# shellcheck disable=SC2317 # called from the EXIT trap
+harness_cleanup_extra() {
+	local c side ns_var if_var
+	for c in $("${pm[@]}" ps -a --format '{{.Names}}' 2>/dev/null | grep "^$run_id-" || true); do
+		"${pm[@]}" rm -f -t 5 "$c" >/dev/null 2>&1 || true
+	done
+	for side in a b; do
+		ns_var=ns_$side if_var=if_$side
+		[[ -n ${!ns_var} && -e /run/netns/${!ns_var} ]] &&
+			nsenter --net="/run/netns/${!ns_var}" "$repo/scripts/harp-attach" down "${!if_var}" \
+				--conf "$tmp/$side/etc/harp.conf" --pin-root "$pins" >/dev/null 2>&1
+	done
+	rm -rf "$pins"
+	"${pm[@]}" rmi -f "$train_img" "$plugin_img" "$agent_img" >/dev/null 2>&1 || true
+}
+fail=0
+report() {
+	echo "container: FAIL $*"
+	fail=1
+}
+
+if ! "${pm[@]}" info >"$tmp/info.log" 2>&1; then
+	echo "container: podman cannot run here: $(grep -m1 -i error "$tmp/info.log" || tail -n 1 "$tmp/info.log")"
+	exit 1
+fi
+
+# ---- images ---------------------------------------------------------------------------------------
+
+# mirror: the Debian mirror this machine's apt uses (never a host written into the repository).
+mirror() {
+	local m
+	m=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		grep -v security | head -n 1)
+	[[ -n $m ]] || m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null)
+	echo "$m"
+}
+
+if ! "${pm[@]}" image exists "$base"; then
+	url=$(mirror)
+	[[ -n $url ]] || { echo "container: no Debian mirror in this machine's apt sources"; exit 1; }
+	echo "container: making $base with debootstrap from $url (once per machine)"
+	if ! run_bounded 900 debootstrap --variant=minbase bookworm "$tmp/rootfs" "$url" >"$tmp/debootstrap.log" 2>&1 ||
+		! tar -C "$tmp/rootfs" -c . | "${pm[@]}" import - "$base" >"$tmp/import.log" 2>&1; then
+		echo "container: FAIL making the base image:"
+		tail -n 5 "$tmp/debootstrap.log" "$tmp/import.log" 2>/dev/null
+		exit 1
+	fi
+	rm -rf "$tmp/rootfs"
+fi
+
+# build NAME IMAGE DOCKERFILE CONTEXT BUILD_ARG...: podman build; the log's tail on failure.
+build() {
+	local name=$1 image=$2 file=$3 ctx=$4 args=() t0=$SECONDS
+	shift 4
+	for a in "$@"; do
+		args+=(--build-arg "$a")
+	done
+	if ! run_bounded 1500 "${pm[@]}" build --layers=false --network host "${limits[@]}" "${args[@]}" -f "$file" \
+		-t "$image" "$ctx" >"$tmp/build-$name.log" 2>&1; then
+		echo "container: FAIL podman build $name:"
+		tail -n 15 "$tmp/build-$name.log" | sed 's/^/    | /'
+		exit 1
+	fi
+	echo "container: built $image from ${file#"$repo"/} in $((SECONDS - t0)) s"
+}
+build agent "$agent_img" "$repo/container/agent.Dockerfile" "$repo" \
+	"BUILD_BASE=$base" "RUNTIME_BASE=$base"
+build plugin "$plugin_img" "$repo/container/plugin.Dockerfile" "$repo" "BUILD_BASE=$base"
+mkdir -p "$tmp/train-ctx"
+cp "$driver" "$tmp/train-ctx/harp-net-driver"
+build train "$train_img" "$here/train.Dockerfile" "$tmp/train-ctx" "BASE=$base" "PLUGIN=$plugin_img"
+
+# ---- nodes ----------------------------------------------------------------------------------------
+
+topo_pair 1500 1 || exit 1
+for side in a b; do
+	ns_var=ns_$side if_var=if_$side
+	mkdir -p "$tmp/$side/etc" "$tmp/$side/run"
+	"${pm[@]}" run -d --name "$run_id-agent-$side" --privileged --network "ns:/run/netns/${!ns_var}" \
+		"${limits[@]}" -v /sys/fs/bpf:/sys/fs/bpf -v "$tmp/$side/etc:/etc/harp" \
+		-v "$tmp/$side/run:/run/harp" "$agent_img" --pin-root "$pins" --hugepages off \
+		run "${!if_var}" >/dev/null
+	for _ in $(seq 100); do
+		"${pm[@]}" logs "$run_id-agent-$side" 2>&1 | grep -q 'harp-attach: run: harp is up' && break
+		sleep 0.2
+	done
+	if ! "${pm[@]}" logs "$run_id-agent-$side" 2>&1 | grep -q 'harp-attach: run: harp is up'; then
+		echo "container: FAIL the agent container of node $side did not come up:"
+		"${pm[@]}" logs "$run_id-agent-$side" 2>&1 | tail -n 10 | sed 's/^/    | /'
+		exit 1
+	fi
+	"${pm[@]}" logs "$run_id-agent-$side" 2>&1 | grep '^harp-attach: up:' | sed "s/^/container: node $side: /"
+done
+
+# ---- training containers --------------------------------------------------------------------------
+
+# train SIDE NAME MODE ROLE: a training container on SIDE's node running the driver as ROLE, in
+# the background; MODE agent (default seccomp, the agent's socket), pins (seccomp=unconfined,
+# /sys/fs/bpf, no socket) or refused (default seccomp, /sys/fs/bpf, no socket). Output in
+# $tmp/NAME.out, pid in train_pid.
+train() {
+	local side=$1 name=$2 mode=$3 role=$4 ns_var=ns_$1 opts=()
+	case $mode in
+	agent) opts=(-v "$tmp/$side/run:/run/harp:ro") ;;
+	pins) opts=(--security-opt seccomp=unconfined -v /sys/fs/bpf:/sys/fs/bpf:ro) ;;
+	refused) opts=(-v /sys/fs/bpf:/sys/fs/bpf:ro) ;;
+	esac
+	spawn_bounded 120 "${pm[@]}" run --rm --name "$run_id-$name" --network "ns:/run/netns/${!ns_var}" \
+		--cap-drop ALL --cap-add NET_RAW --cap-add IPC_LOCK "${limits[@]}" "${opts[@]}" \
+		-v "$tmp/$side/etc:/etc/harp:ro" -v "$tmp/rdv-$5:/rdv" -e HARP_LOG_LEVEL=info \
+		"$train_img" --plugin libnccl-net.so --version 12 --scenario basic --role "$role" \
+		--dir /rdv --timeout 60 >"$tmp/$name.out" 2>&1
+	train_pid=$spawned_pid
+	pids+=("$spawned_pid")
+}
+
+# pair CASE SERVER_MODE CLIENT_MODE: a server on B and a client on A; both must verify the data.
+pair() {
+	local case=$1 srv cli rc_s=0 rc_c=0
+	mkdir -p "$tmp/rdv-$case"
+	train b "$case-server" "$2" server "$case"
+	srv=$train_pid
+	train a "$case-client" "$3" client "$case"
+	cli=$train_pid
+	wait "$srv" || rc_s=$?
+	wait "$cli" || rc_c=$?
+	echo "container: case=$case server($2) rc=$rc_s $(grep -h '^verified_bytes=\|result=' "$tmp/$case-server.out" | tr '\n' ' ')"
+	echo "container: case=$case client($3) rc=$rc_c $(grep -h '^verified_bytes=\|result=' "$tmp/$case-client.out" | tr '\n' ' ')"
+	if ((rc_s || rc_c)); then
+		report "$case: server rc $rc_s, client rc $rc_c"
+		tail -n 12 "$tmp/$case-server.out" "$tmp/$case-client.out" | sed 's/^/    | /'
+		return
+	fi
+	for end in server client; do
+		mode=$2
+		[[ $end == client ]] && mode=$3
+		case $mode in
+		agent) want='using the node agent at /run/harp/agent.sock.*this process makes no bpf() call' ;;
+		pins) want='using the XDP program harp-attach attached' ;;
+		esac
+		grep -q "$want" "$tmp/$case-$end.out" ||
+			report "$case: the $end does not say it went the $mode way ($want)"
+	done
+}
+
+pair agent agent agent
+
+# refused: podman's default profile is in force, and the pins cannot be opened under it.
+mkdir -p "$tmp/rdv-refused"
+train b refused refused server refused
+rc=0
+wait "$train_pid" || rc=$?
+line=$(grep -m1 'seccomp filter' "$tmp/refused.out" || true)
+echo "container: case=refused rc=$rc"
+echo "    ${line:0:240}"
+if ((rc == 0)) || [[ -z $line ]]; then
+	report "refused: the driver under the default profile did not fail naming seccomp"
+	tail -n 8 "$tmp/refused.out" | sed 's/^/    | /'
+fi
+
+pair pins pins agent
+
+# stop: the agent containers take harp down as they stop.
+for side in a b; do
+	ns_var=ns_$side if_var=if_$side
+	rc=0
+	run_bounded 60 "${pm[@]}" stop -t 30 "$run_id-agent-$side" >/dev/null || rc=$?
+	"${pm[@]}" logs "$run_id-agent-$side" >"$tmp/agent-$side.log" 2>&1 || true
+	code=$("${pm[@]}" inspect --format '{{.State.ExitCode}}' "$run_id-agent-$side" 2>/dev/null || echo "?")
+	echo "container: case=stop node=$side exit=$code $(grep -m1 '^harp-attach: down:' "$tmp/agent-$side.log" || true)"
+	[[ $rc == 0 && $code == 0 ]] || report "stop: node $side's agent container ended with $code (podman stop rc $rc)"
+	! ip -n "${!ns_var}" link show dev "${!if_var}" | grep -q ' xdp' ||
+		report "stop: an XDP program is still attached to ${!if_var}"
+	[[ ! -e $pins/${!if_var} ]] || report "stop: $pins/${!if_var} is still there"
+	[[ ! -e $tmp/$side/run/agent.sock ]] || report "stop: node $side's agent socket is still there"
+done
+
+if ((fail)); then
+	for side in a b; do
+		sed "s/^/    agent-$side | /" "$tmp/agent-$side.log" | tail -n 15
+	done
+	exit 1
+fi
+echo "container: every case held"
