@@ -147,6 +147,15 @@ int agent_connect(const char *path, const char *ifname, struct harp_agent_msg *h
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		err = -errno;
 		close(fd);
+		/* refused or gone: no agent, which the caller reports; anything else is said here */
+		if (err == -EACCES || err == -EPERM) {
+			pr_err("node agent at %s: connecting was refused (%s): the agent's socket admits "
+			       "root alone unless it serves other uids (harp-agent --allow-uid, the "
+			       "chart's agent.allowUids); this process runs as uid %u",
+			       path, strerror(-err), (unsigned)geteuid());
+		} else if (err != -ECONNREFUSED && err != -ENOENT) {
+			pr_err("node agent at %s: connecting failed: %s", path, strerror(-err));
+		}
 		return err;
 	}
 	agent_msg_init(&req, HARP_AGENT_HELLO);

@@ -8,7 +8,8 @@
  *   harp-agent [--socket PATH] [--pin-root DIR] [--allow-uid UID]... [--max-clients N]
  *
  * Only processes of uid 0 and of each --allow-uid are served (SO_PEERCRED); the socket is made
- * mode 0660. A process's queues are its own while its connection lasts: another asking for one
+ * mode 0660, or 0666 with --allow-uid so that those uids can connect at all. A process of
+ * another uid gets one answer saying so. A process's queues are its own while its connection lasts: another asking for one
  * is refused with the holder named, and the holder's records go when its connection closes.
  * SIGTERM or SIGINT end it, removing the socket. Prints one line per event on stderr.
  */
@@ -55,6 +56,7 @@ struct client {
 	struct iface *ifc; /* after HELLO */
 	uint64_t queues;   /* bit q: it entered queue q */
 	struct harp_queue_owner owner; /* what it said it is */
+	bool refused;      /* a uid not served: its first message is answered EACCES, then it goes */
 };
 
 static struct {
@@ -397,13 +399,17 @@ static void accept_client(int lfd)
 	for (i = 0; i < A.nallowed; i++) {
 		ok |= cred.uid == A.allowed[i];
 	}
-	if (!ok || A.nclients == A.max_clients) {
-		say("pid %d (uid %u): refused (%s)", cred.pid, cred.uid,
-		    ok ? "too many clients (--max-clients)" : "uid not allowed (--allow-uid)");
+	if (A.nclients == A.max_clients) {
+		say("pid %d (uid %u): refused (too many clients, --max-clients)", cred.pid, cred.uid);
 		close(fd);
 		return;
 	}
-	A.clients[A.nclients++] = (struct client){ .fd = fd, .pid = cred.pid, .uid = cred.uid };
+	if (!ok) {
+		say("pid %d (uid %u): refused (uid not allowed, --allow-uid)", cred.pid, cred.uid);
+	}
+	/* a refused one stays until its hello, so that it hears why */
+	A.clients[A.nclients++] =
+		(struct client){ .fd = fd, .pid = cred.pid, .uid = cred.uid, .refused = !ok };
 }
 
 static void read_client(int i)
@@ -435,6 +441,16 @@ static void read_client(int i)
 		drop_client(i, resp.text);
 		return;
 	}
+	if (c->refused) {
+		if (fd >= 0) {
+			close(fd);
+		}
+		refuse(&resp, -EACCES, "uid %u is not served by this node's agent, which serves root and "
+		       "each --allow-uid (the chart's agent.allowUids)", c->uid);
+		(void)agent_send(c->fd, &resp, -1);
+		drop_client(i, NULL); /* said at accept */
+		return;
+	}
 	serve(c, &req, fd, &resp);
 	err = agent_send(c->fd, &resp, -1);
 	if (err) {
@@ -464,7 +480,9 @@ static int listen_at(const char *path)
 	}
 	unlink(path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0660) ||
+	/* root alone: 0660; with --allow-uid others must reach it, and SO_PEERCRED decides */
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(path, A.nallowed > 1 ? 0666 : 0660) ||
 	    listen(fd, 64)) {
 		say("serving %s failed: %s", path, strerror(errno));
 		if (fd >= 0) {

@@ -12,6 +12,8 @@
 #   bad_client   a client sending garbage, another speaking a newer version, and one handing
 #                over a descriptor that is no AF_XDP socket get one clear answer each; the agent
 #                goes on serving
+#   uid          a non-root client cannot connect to an agent serving root alone; an agent
+#                serving another uid (--allow-uid) tells it it is not served, and serves that uid
 #   restart      the agent killed, run starts another on the same socket, which serves
 #   stop         SIGTERM to run stops the agent (its socket gone) and takes harp down (no XDP
 #                program on the interface, no pins), run exiting 0
@@ -216,6 +218,49 @@ done
 [[ -s $tmp/handle ]] || { report "bad_client: the agent no longer serves"; tail -n 5 "$tmp/last.err" "$tmp/agent-b.log"; }
 kill "$last" 2>/dev/null || true
 wait "$last" 2>/dev/null || true
+
+# uid: the socket admits root alone (0660); an agent serving other uids (--allow-uid) opens it
+# (0666) and answers a uid it does not serve with the reason.
+chmod 0755 "$tmp"
+spawn_bounded 60 nsenter --net="/run/netns/$ns_b" "$agent" --socket "$tmp/agent-u.sock" \
+	--pin-root "$pins" --allow-uid 1001 2>"$tmp/agent-u.log"
+uagent=$spawned_pid
+pids+=("$uagent")
+for _ in $(seq 50); do
+	[[ -S $tmp/agent-u.sock ]] && break
+	sleep 0.1
+done
+uid_client() {
+	setpriv --reuid="$1" --regid="$1" --clear-groups /usr/bin/python3 - "$2" "$if_b" 2>&1 <<'PY' || true
+import socket, struct, sys
+path, ifname = sys.argv[1], sys.argv[2]
+m = bytearray(328)
+struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 1, 1, 0, 0, ifname.encode())
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+try:
+    s.connect(path)
+except OSError as e:
+    print(f"connect: {e.strerror}")
+    sys.exit(0)
+s.send(bytes(m))
+r = s.recv(4096)
+text = r[128:].split(bytes(1))[0].decode()
+print(f"status {struct.unpack_from('<i', r, 8)[0]}: {text}")
+PY
+}
+got=$(uid_client 1000 "$tmp/agent-b.sock")
+echo "agent: uid: 1000 at a root-only agent: $got"
+[[ $got == "connect: Permission denied" ]] || report "uid: uid 1000 reached a root-only agent's socket ($got)"
+got=$(uid_client 1000 "$tmp/agent-u.sock")
+echo "agent: uid: 1000 at an agent serving 1001: $got"
+[[ $got == "status -13: uid 1000 is not served by this node's agent"* ]] ||
+	report "uid: uid 1000 was not told it is not served ($got)"
+got=$(uid_client 1001 "$tmp/agent-u.sock")
+echo "agent: uid: 1001 at an agent serving 1001: $got"
+[[ $got == "status 0: "* ]] || report "uid: uid 1001 was not served ($got)"
+kill "$uagent" 2>/dev/null || true
+wait "$uagent" 2>/dev/null || true
 
 # restart: the agent of b killed; run starts another on the same socket, which serves.
 apid=$(sed -n 's/^harp-attach: run: harp is up on .*node agent (pid \([0-9]*\)).*/\1/p' "$tmp/agent-b.log")
