@@ -14,7 +14,7 @@
 #include "internal.h"
 
 /* Longest line handed to the print function; longer messages are truncated. */
-#define LOG_LINE_MAX 512
+#define LOG_LINE_MAX 1024
 
 enum harp_log_level harp_log_threshold = HARP_LOG_WARN;
 

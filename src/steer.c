@@ -450,7 +450,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 {
 	enum xdp_attach_mode mode =
 		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
-	char dir[PATH_MAX], unprepared[PATH_MAX + 256] = "";
+	char dir[PATH_MAX], unprepared[PATH_MAX + 512] = "", agent_said[192] = "";
 	struct stat st;
 	int err;
 
@@ -472,10 +472,15 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the "
 			 "XDP program here",
 			 dir, ifname);
+		if (params->agent_socket[0]) {
+			snprintf(agent_said, sizeof(agent_said), "no node agent (no socket at %s) and ",
+				 params->agent_socket);
+		}
 		snprintf(unprepared, sizeof(unprepared),
-			 "; harp loaded its own XDP program, since no node agent prepared %.15s (no %s): "
-			 "`harp-attach up %.15s` as root prepares it (docs/OPERATIONS.md)",
-			 ifname, dir, ifname);
+			 "; %sno pins for %.15s (no %s), so harp loaded its own program: prepare the node "
+			 "with `harp-attach up %.15s`, or in a pod of a prepared node mount the host's "
+			 "/run/harp (docs/OPERATIONS.md)",
+			 agent_said, ifname, dir, ifname);
 	}
 	s->lock_fd = lock_interface(ifname, ifindex);
 	if (s->lock_fd < 0) {

@@ -115,7 +115,7 @@ expect_error unknown_setting 5 "HARP_QEUES" -- \
 	"${in_a[@]}" env HARP_QEUES=2 "$xfer" server --ifname "$if_a" --handle-file "$handle"
 expect_error too_many_queues 5 "$if_a|HARP_QUEUES=4|2 rx queues" -- \
 	"${in_a[@]}" "$xfer" server --ifname "$if_a" --handle-file "$handle" --queues 4
-expect_error no_native_xdp 5 "lo|native|HARP_XDP_MODE=skb|harp-attach up lo" -- \
+expect_error no_native_xdp 5 "lo|native|HARP_XDP_MODE=skb|harp-attach up lo|no socket at|mount the host's /run/harp" -- \
 	"${in_a[@]}" "$xfer" server --ifname lo --handle-file "$handle"
 # bash -c 'exec "$@"' runs harp-xfer itself in the shell capsh starts without CAP_NET_RAW.
 # shellcheck disable=SC2016 # expanded by that shell
