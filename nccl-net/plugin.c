@@ -93,7 +93,7 @@ _Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) <= HNCCL_NET_HANDLE_MA
 void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
 	    const char *fmt, ...)
 {
-	char msg[512];
+	char msg[1024]; /* libharp lines reach 1024 bytes; NCCL truncates its own at about that */
 	va_list ap;
 
 	va_start(ap, fmt);
