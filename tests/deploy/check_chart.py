@@ -14,7 +14,10 @@ manifest checks plus the DaemonSet's contract with the values.
 
 Manifests are checked twice over: field by field against the Kubernetes API models generated into
 python3-kubernetes (unknown fields, types, required fields), then against the rules Kubernetes'
-own validation applies to what we use and harp's rules for the agent and for training pods.
+own validation applies to what we use and harp's rules for the agent and for training pods. The
+Kubeflow kinds (MPIJob, PyTorchJob, TrainJob, ClusterTrainingRuntime) have no models there: their
+own fields are listed here from the projects' API types, the Jobs and pods inside them go through
+the models. A TrainJob is judged as the pod Trainer makes of it and its runtime.
 Prints one line per check and ends with "N passed, M failed"; exits 1 if anything failed.
 """
 
@@ -535,6 +538,11 @@ def pod_templates(doc):
     if key:
         return [(f"spec.{key}.{role}.template", (rs or {}).get("template") or {})
                 for role, rs in (spec.get(key) or {}).items()]
+    if kind in ("ClusterTrainingRuntime", "TrainingRuntime"):
+        rjobs = (((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or [])
+        return [(f"spec.template.spec.replicatedJobs[{i}].template.spec.template",
+                 (((rj or {}).get("template") or {}).get("spec") or {}).get("template") or {})
+                for i, rj in enumerate(rjobs)]
     return []
 
 
@@ -583,6 +591,165 @@ def check_kubeflow_job(doc, errs):
                 errs.append(f"{rpath}: no container named 'pytorch', which the operator looks for")
 
 
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+TRAINER_STEP = "trainer.kubeflow.org/trainjob-ancestor-step"
+# What Trainer's torch plugin sets on the node container; a TrainJob may not set them.
+PET_VARS = {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR",
+            "PET_MASTER_PORT"}
+RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def unknown_fields(obj, known, path, errs):
+    if obj is None:
+        return
+    if not isinstance(obj, dict):
+        errs.append(f"{path}: an object expected, got {type(obj).__name__}")
+        return
+    errs += [f"{path}: unknown field {k!r}" for k in obj if k not in known]
+
+
+def positive_int(value, path, errs):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        errs.append(f"{path} must be a positive integer, not {value!r}")
+
+
+def trainer_node(runtime):
+    """(path, Job template) of a runtime's trainer step: the replicated job labelled
+    trainjob-ancestor-step: trainer, or (None, None)."""
+    rjobs = ((((runtime.get("spec") or {}).get("template") or {}).get("spec") or {})
+             .get("replicatedJobs") or [])
+    for i, rj in enumerate(rjobs):
+        tmpl = (rj or {}).get("template") or {}
+        if ((tmpl.get("metadata") or {}).get("labels") or {}).get(TRAINER_STEP) == "trainer":
+            return f"spec.template.spec.replicatedJobs[{i}]", rj
+    return None, None
+
+
+def check_trainer_object(doc, errs):
+    """Kubeflow Trainer v2's CRDs as of its v2.2 and v2.3 releases (kubeflow/trainer,
+    pkg/apis/trainer/v1alpha1), written down here: python3-kubernetes has no models for them, and
+    their Jobs and pods are checked against its batch/v1 and core/v1 models."""
+    kind, spec = doc["kind"], doc.get("spec") or {}
+    if doc.get("apiVersion") != TRAINER_API:
+        errs.append(f"{kind} apiVersion {doc.get('apiVersion')!r}, expected {TRAINER_API}")
+    if kind == "ClusterTrainingRuntime":
+        if "namespace" in doc["metadata"]:
+            errs.append("metadata.namespace: a ClusterTrainingRuntime is cluster-scoped")
+        unknown_fields(spec, {"mlPolicy", "podGroupPolicy", "template"}, "spec", errs)
+        ml = spec.get("mlPolicy") or {}
+        unknown_fields(ml, {"numNodes", "torch", "mpi", "flux", "jax", "xgboost"},
+                       "spec.mlPolicy", errs)
+        positive_int(ml.get("numNodes"), "spec.mlPolicy.numNodes", errs)
+        if len([k for k in ml if k != "numNodes"]) > 1:
+            errs.append("spec.mlPolicy: at most one of torch, mpi, flux, jax, xgboost")
+        # v2.2 left torch no field, v2.3 only envInjection (numProcPerNode moved to the TrainJob)
+        unknown_fields(ml.get("torch"), {"envInjection"}, "spec.mlPolicy.torch", errs)
+        tmpl = spec.get("template") or {}
+        unknown_fields(tmpl, {"metadata", "spec"}, "spec.template", errs)
+        js = tmpl.get("spec") or {}
+        unknown_fields(js, {"replicatedJobs", "network", "successPolicy", "failurePolicy",
+                            "startupPolicy", "coordinator", "suspend", "ttlSecondsAfterFinished",
+                            "managedBy", "volumeClaimPolicies"}, "spec.template.spec", errs)
+        if "subdomain" in (js.get("network") or {}):
+            errs.append("spec.template.spec.network.subdomain: Trainer's torch plugin names the "
+                        "master by the TrainJob's name; another subdomain breaks that")
+        names = []
+        for i, rj in enumerate(js.get("replicatedJobs") or []):
+            rpath = f"spec.template.spec.replicatedJobs[{i}]"
+            unknown_fields(rj, {"name", "template", "replicas", "dependsOn", "groupName"}, rpath,
+                           errs)
+            rj = rj or {}
+            if not DNS1123_LABEL.match(str(rj.get("name"))):
+                errs.append(f"{rpath}.name: {rj.get('name')!r} is not a DNS-1123 label")
+            names.append(rj.get("name"))
+            positive_int(rj.get("replicas"), f"{rpath}.replicas", errs)
+            if "template" not in rj:
+                errs.append(f"{rpath}.template missing")
+            else:
+                check_fields(rj["template"], "V1JobTemplateSpec", f"{rpath}.template", errs)
+        path, node = trainer_node(doc)
+        if node is None:
+            errs.append(f"no replicated job carries the label {TRAINER_STEP}: trainer")
+        else:
+            if node.get("name") != "node":
+                errs.append(f"{path}.name is {node.get('name')!r}: Trainer derives the master's "
+                            "address from a trainer job named 'node'")
+            if node.get("replicas", 1) != 1:
+                errs.append(f"{path}.replicas must be 1 for the trainer step")
+            ctrs = ((((node.get("template") or {}).get("spec") or {}).get("template") or {})
+                    .get("spec") or {}).get("containers") or []
+            if "node" not in [c.get("name") for c in ctrs]:
+                errs.append(f"{path}: no container named 'node', which takes the TrainJob's "
+                            "image, command, env and resources")
+        if len(set(names)) != len(names):
+            errs.append("spec.template.spec.replicatedJobs: a name used twice")
+    elif kind == "TrainJob":
+        name = str(doc["metadata"].get("name"))
+        if not RFC1035_LABEL.match(name) or len(name) > 63:
+            errs.append(f"metadata.name: {name!r} is not an RFC 1035 label of at most 63 "
+                        "characters")
+        unknown_fields(spec, {"runtimeRef", "initializer", "trainer", "suspend", "managedBy",
+                              "runtimePatches", "activeDeadlineSeconds"}, "spec", errs)
+        ref = spec.get("runtimeRef")
+        if not isinstance(ref, dict) or not ref.get("name"):
+            errs.append("spec.runtimeRef.name missing")
+        else:
+            unknown_fields(ref, {"name", "apiGroup", "kind"}, "spec.runtimeRef", errs)
+            if ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org":
+                errs.append(f"spec.runtimeRef.apiGroup {ref['apiGroup']!r} is not "
+                            "trainer.kubeflow.org")
+            if ref.get("kind", "ClusterTrainingRuntime") not in ("ClusterTrainingRuntime",
+                                                                  "TrainingRuntime"):
+                errs.append(f"spec.runtimeRef.kind {ref['kind']!r} is unknown")
+        tr = spec.get("trainer") or {}
+        unknown_fields(tr, {"image", "command", "args", "env", "numNodes", "resourcesPerNode",
+                            "numProcPerNode"}, "spec.trainer", errs)
+        for key in ("command", "args"):
+            if key in tr and not (isinstance(tr[key], list)
+                                  and all(isinstance(a, str) for a in tr[key])):
+                errs.append(f"spec.trainer.{key} must be a list of strings")
+        positive_int(tr.get("numNodes"), "spec.trainer.numNodes", errs)
+        # an integer since v2.2 (it was int-or-string, "auto" among them, before)
+        positive_int(tr.get("numProcPerNode"), "spec.trainer.numProcPerNode", errs)
+        if "env" in tr:
+            check_fields(tr["env"], "list[V1EnvVar]", "spec.trainer.env", errs)
+            errs += [f"spec.trainer.env: {e.get('name')} is Trainer's to set" for e in tr["env"]
+                     if isinstance(e, dict) and e.get("name") in PET_VARS]
+        if "resourcesPerNode" in tr:
+            check_fields(tr["resourcesPerNode"], "V1ResourceRequirements",
+                         "spec.trainer.resourcesPerNode", errs)
+
+
+def trainjob_pod(job, docs):
+    """(path, pod spec) the TrainJob's node pods get: its runtime's trainer pod template (from
+    the same file) with the TrainJob's image, command, args, env and resources on the container
+    named node, as Trainer applies them; (None, None) when the runtime is not in docs."""
+    ref = ((job.get("spec") or {}).get("runtimeRef") or {})
+    runtime = next((d for d in docs if d.get("kind") == ref.get("kind", "ClusterTrainingRuntime")
+                    and (d.get("metadata") or {}).get("name") == ref.get("name")), None)
+    if runtime is None:
+        return None, None
+    path, node = trainer_node(runtime)
+    if node is None:
+        return None, None
+    pod = copy.deepcopy((((node.get("template") or {}).get("spec") or {}).get("template") or {})
+                        .get("spec") or {})
+    tr = (job.get("spec") or {}).get("trainer") or {}
+    for ctr in pod.get("containers") or []:
+        if ctr.get("name") != "node":
+            continue
+        for key in ("image", "command", "args"):
+            if key in tr:
+                ctr[key] = tr[key]
+        env = {e.get("name"): e for e in ctr.get("env") or []}
+        env.update({e.get("name"): e for e in tr.get("env") or []})
+        if env:
+            ctr["env"] = list(env.values())
+        if "resourcesPerNode" in tr:
+            ctr["resources"] = tr["resourcesPerNode"]
+    return f"runtime {ref.get('name')} {path} with TrainJob spec.trainer", pod
+
+
 def check_object(doc):
     """Kubernetes' view of one object: the fields and the validation rules above."""
     errs = []
@@ -599,6 +766,8 @@ def check_object(doc):
         check_kubeflow_job(doc, errs)
         for path, tmpl in pod_templates(doc):
             check_fields(tmpl, "V1PodTemplateSpec", path, errs)
+    elif doc["kind"] in ("ClusterTrainingRuntime", "TrainJob"):
+        check_trainer_object(doc, errs)
     else:
         errs.append(f"{doc['apiVersion']} {doc['kind']}: not a kind these checks know")
     for path, tmpl in pod_templates(doc):
@@ -750,7 +919,19 @@ def check_mpi_launcher(spec, path, errs):
                 errs.append(f"{cpath}: {name} is set but not passed to the ranks with -x")
 
 
-def check_example_policy(doc, known, errs):
+def check_example_policy(doc, known, errs, docs=()):
+    if doc["kind"] == "TrainJob":
+        env = ((doc.get("spec") or {}).get("trainer") or {}).get("env") or []
+        errs += [f"spec.trainer.env: {e.get('name')} is no harp setting (src/params.def)"
+                 for e in env if str(e.get("name")).startswith("HARP_")
+                 and e.get("name") not in known]
+        path, pod = trainjob_pod(doc, docs)
+        if pod is None:
+            errs.append("its runtime (spec.runtimeRef) is not in the same file, with a trainer "
+                        "step whose container is named node")
+        else:
+            check_training_pod(pod, path, errs, nccl_in_pod=True)
+        return
     check_harp_env(doc, known, errs)
     for path, tmpl in pod_templates(doc):
         spec = tmpl.get("spec") or {}
@@ -997,10 +1178,73 @@ def check_manifests(rep, label, docs, known):
     for doc in docs:
         name = f"{label}: {doc.get('kind')} {(doc.get('metadata') or {}).get('name')}"
         rep.check(f"{name}: Kubernetes fields and rules", check_object(doc))
-        if doc.get("kind") in ("MPIJob", "PyTorchJob"):
+        if doc.get("kind") in ("MPIJob", "PyTorchJob", "TrainJob"):
             errs = []
-            check_example_policy(doc, known, errs)
+            check_example_policy(doc, known, errs, docs)
             rep.check(f"{name}: harp's rules for training pods", errs)
+
+
+def node_ctr(docs):
+    """The runtime's node container in the TrainJob example's documents."""
+    _, node = trainer_node(docs[0])
+    return node["template"]["spec"]["template"]["spec"]["containers"][0]
+
+
+def pod_of(docs):
+    return trainer_node(docs[0])[1]["template"]["spec"]["template"]["spec"]
+
+
+# (what, change to the TrainJob example's [runtime, job], text an error must contain): each must
+# be refused, so the checks above are shown to catch what they are for.
+TRAINJOB_MUTATIONS = [
+    ("a v2.0 field (podSpecOverrides)",
+     lambda d: d[1]["spec"].update(podSpecOverrides=[]), "unknown field 'podSpecOverrides'"),
+    ("torch.numProcPerNode (gone in v2.2)",
+     lambda d: d[0]["spec"]["mlPolicy"]["torch"].update(numProcPerNode="auto"),
+     "unknown field 'numProcPerNode'"),
+    ("numProcPerNode: auto (an integer since v2.2)",
+     lambda d: d[1]["spec"]["trainer"].update(numProcPerNode="auto"), "positive integer"),
+    ("PET_MASTER_ADDR in the TrainJob's env",
+     lambda d: d[1]["spec"]["trainer"]["env"].append({"name": "PET_MASTER_ADDR", "value": "x"}),
+     "Trainer's to set"),
+    ("a misspelt pod field in the runtime",
+     lambda d: pod_of(d).update(hostNetwrk=True), "unknown field 'hostNetwrk'"),
+    ("no hostNetwork", lambda d: pod_of(d).pop("hostNetwork"), "hostNetwork is not true"),
+    ("seccompProfile Unconfined",
+     lambda d: node_ctr(d)["securityContext"]["seccompProfile"].update(type="Unconfined"),
+     "seccompProfile is 'Unconfined'"),
+    ("the node container renamed", lambda d: node_ctr(d).update(name="trainer"),
+     "no container named 'node'"),
+    ("no /run/harp mount",
+     lambda d: node_ctr(d).update(volumeMounts=[m for m in node_ctr(d)["volumeMounts"]
+                                                if m["mountPath"] != AGENT_DIR]),
+     "no container mounts the node agent's /run/harp"),
+    ("no hugepages in resourcesPerNode",
+     lambda d: [d[1]["spec"]["trainer"]["resourcesPerNode"][k].pop("hugepages-2Mi")
+                for k in ("requests", "limits")], "no hugepages-2Mi limit"),
+    ("LD_LIBRARY_PATH in the TrainJob's env",
+     lambda d: d[1]["spec"]["trainer"]["env"].append({"name": "LD_LIBRARY_PATH",
+                                                       "value": "/opt/harp/lib"}),
+     "sets LD_LIBRARY_PATH"),
+]
+
+
+def check_trainjob_mutations(rep, path, known):
+    with open(path, encoding="utf-8") as f:
+        original = load_docs(f.read())
+    for what, change, want in TRAINJOB_MUTATIONS:
+        docs = copy.deepcopy(original)
+        change(docs)
+        errs = []
+        for doc in docs:
+            errs += check_object(doc)
+            if doc["kind"] == "TrainJob":
+                check_example_policy(doc, known, errs, docs)
+        hit = [e for e in errs if want in e]
+        if hit:
+            print(f"     ({hit[0][:150]})")
+        rep.check(f"trainjob.yaml with {what} is refused", [] if hit else [
+            f"no error says {want!r}: {errs[:3]}"])
 
 
 def static_mode(rep, repo):
@@ -1031,8 +1275,10 @@ def static_mode(rep, repo):
             continue
         kinds |= {d.get("kind") for d in docs}
         check_manifests(rep, f"examples/{os.path.basename(path)}", docs, known)
-    rep.check("helm/examples has an MPIJob and a PyTorchJob",
-              [f"missing {k}" for k in ("MPIJob", "PyTorchJob") if k not in kinds])
+    check_trainjob_mutations(rep, os.path.join(examples, "trainjob.yaml"), known)
+    rep.check("helm/examples has an MPIJob, a PyTorchJob and a TrainJob with its runtime",
+              [f"missing {k}" for k in ("MPIJob", "PyTorchJob", "TrainJob",
+                                        "ClusterTrainingRuntime") if k not in kinds])
     for path in sorted(glob.glob(os.path.join(repo, "helm", "**", "*"), recursive=True)):
         if os.path.isfile(path) and not path.endswith(".json"):
             with open(path, encoding="utf-8") as f:
