@@ -3,7 +3,8 @@
 #
 # Configures and builds harp from SOURCE in every build type a packager or developer picks
 # (Debug, RelWithDebInfo, Release) with every compiler here (gcc, clang), warnings as errors
-# (HARP_WERROR=ON) and the tests included, each in a fresh temporary tree.
+# (HARP_WERROR=ON) and the tests included, each in a fresh temporary tree; then checks that a
+# build configured with no options has neither -Werror nor the fault injector.
 #
 #   build_types.sh --source DIR [--compilers "gcc clang"] [--types "Debug RelWithDebInfo Release"]
 #
@@ -46,4 +47,20 @@ for cc in $compilers; do
 		rm -rf "$dir"
 	done
 done
+# What a packager gets by default: no -Werror (a newer compiler's new warning must not break
+# their build) and no fault injector (HARP_FAULT_DROP_PPM would drop packets in production).
+dir=$tmp/defaults log=$tmp/defaults.log
+if cmake -S "$source" -B "$dir" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$log" 2>&1; then
+	bad=$(grep -o -e '-Werror' -e 'HARP_FAULT_INJECTION=1' "$dir/compile_commands.json" | sort -u | tr '\n' ' ' || true)
+	if [[ -z $bad ]]; then
+		echo "build_types: ok defaults: no -Werror, no fault injector"
+	else
+		echo "build_types: FAIL defaults: a build configured with no options compiles with $bad"
+		failed=1
+	fi
+else
+	echo "build_types: FAIL defaults: configuring failed:"
+	tail -n 5 "$log"
+	failed=1
+fi
 exit "$failed"
