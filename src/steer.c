@@ -191,6 +191,9 @@ static void steer_reset(struct steer *s)
 	s->owners_fd = -1;
 	s->lock_fd = -1;
 	s->agent_fd = -1;
+	for (size_t q = 0; q < ARRAY_SIZE(s->agent_entered); q++) {
+		s->agent_entered[q] = -1;
+	}
 	pthread_mutex_init(&s->agent_lock, NULL);
 }
 
@@ -361,7 +364,54 @@ err:
 
 /* ---- the node agent ------------------------------------------------------------------------ */
 
-/* One request to the agent and its answer; a refusal comes back as its errno, its text logged. */
+static void own_record(struct harp_queue_owner *o);
+
+/*
+ * The agent went away (harp-attach run starts another when it ends): connects to the new one and
+ * enters every queue's socket again, so that it knows us as their holder. Called with agent_lock
+ * held; the XSKMAP kept the sockets meanwhile, so no packet was lost to this.
+ */
+static int agent_reconnect(struct steer *s)
+{
+	struct harp_agent_msg hello, req, resp;
+	int fd, q, n = 0, err;
+
+	fd = agent_connect(s->agent_path, s->agent_ifname, &hello);
+	if (fd < 0) {
+		return fd;
+	}
+	for (q = 0; q < (int)ARRAY_SIZE(s->agent_entered); q++) {
+		if (s->agent_entered[q] < 0) {
+			continue;
+		}
+		agent_msg_init(&req, HARP_AGENT_ENTER);
+		req.queue = (uint32_t)q;
+		own_record(&req.owner);
+		err = agent_call(fd, &req, s->agent_entered[q], &resp);
+		if (err || resp.status) {
+			pr_err("steer: the node agent at %s, connected again, would not enter queue %d: "
+			       "%s",
+			       s->agent_path, q,
+			       err ? strerror(-err) :
+				     (resp.text[0] ? resp.text : strerror(-resp.status)));
+			close(fd);
+			return err ? err : resp.status;
+		}
+		n++;
+	}
+	close(s->agent_fd);
+	s->agent_fd = fd;
+	s->agent_reconnects++;
+	pr_warn("steer: the node agent at %s went away and came back (restarted); connected to it "
+		"again and entered %d queue socket(s)",
+		s->agent_path, n);
+	return 0;
+}
+
+/*
+ * One request to the agent and its answer; a refusal comes back as its errno, its text logged.
+ * When the connection is gone (the agent restarted), it connects again once and asks again.
+ */
 static int agent_ask(struct steer *s, struct harp_agent_msg *req, int pass_fd,
 		     struct harp_agent_msg *resp, const char *what)
 {
@@ -369,6 +419,11 @@ static int agent_ask(struct steer *s, struct harp_agent_msg *req, int pass_fd,
 
 	pthread_mutex_lock(&s->agent_lock);
 	err = agent_call(s->agent_fd, req, pass_fd, resp);
+	if (err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN) {
+		if (!agent_reconnect(s)) {
+			err = agent_call(s->agent_fd, req, pass_fd, resp);
+		}
+	}
 	pthread_mutex_unlock(&s->agent_lock);
 	if (err) {
 		pr_err("steer: asking the node agent to %s failed: %s", what, strerror(-err));
@@ -416,6 +471,8 @@ static int use_agent(struct steer *s, const char *path, const char *ifname, uint
 		return -ERANGE;
 	}
 	s->agent_fd = fd;
+	snprintf(s->agent_path, sizeof(s->agent_path), "%s", path);
+	snprintf(s->agent_ifname, sizeof(s->agent_ifname), "%s", ifname);
 	s->pinned = true;
 	s->xdp_mode = hello.xdp_mode == HARP_AGENT_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
 	pr_info("steer: using the node agent at %s for %s (XDP program id %u, %s mode), UDP ports "
@@ -677,6 +734,7 @@ int steer_enter(struct steer *s, int queue, int fd)
 	struct harp_agent_msg req, resp;
 	char what[64];
 	__u32 key = (__u32)queue;
+	int err;
 
 	if (s->agent_fd >= 0) {
 		/* the agent records us as the queue's holder as it enters the socket */
@@ -684,7 +742,11 @@ int steer_enter(struct steer *s, int queue, int fd)
 		req.queue = (uint32_t)queue;
 		own_record(&req.owner);
 		snprintf(what, sizeof(what), "enter the socket of queue %d", queue);
-		return agent_ask(s, &req, fd, &resp, what);
+		err = agent_ask(s, &req, fd, &resp, what);
+		if (!err && queue >= 0 && queue < (int)ARRAY_SIZE(s->agent_entered)) {
+			s->agent_entered[queue] = fd; /* for agent_reconnect */
+		}
+		return err;
 	}
 	if (bpf_map_update_elem(s->xsks_map_fd, &key, &fd, 0)) {
 		int err = -errno;
@@ -702,6 +764,9 @@ void steer_leave(struct steer *s, int queue)
 	__u32 key = (__u32)queue;
 
 	if (s->agent_fd >= 0) {
+		if (queue >= 0 && queue < (int)ARRAY_SIZE(s->agent_entered)) {
+			s->agent_entered[queue] = -1;
+		}
 		agent_msg_init(&req, HARP_AGENT_LEAVE);
 		req.queue = (uint32_t)queue;
 		(void)agent_ask(s, &req, -1, &resp, "take a closed queue's socket out");

@@ -22,6 +22,12 @@ struct steer {
 	bool pinned; /* harp-attach's program and maps: nothing of ours to detach */
 	int agent_fd; /* connected to the node agent, which holds the maps for us; else -1 */
 	pthread_mutex_t agent_lock; /* one request at a time on agent_fd (engines in threads) */
+	/* to connect again to an agent that went away (restarted): where, for what, and the
+	 * socket of each queue entered through it (-1: none) */
+	char agent_path[108];
+	char agent_ifname[16];
+	int agent_entered[64];
+	unsigned agent_reconnects;
 };
 
 /*

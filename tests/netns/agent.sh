@@ -14,7 +14,9 @@
 #                goes on serving
 #   uid          a non-root client cannot connect to an agent serving root alone; an agent
 #                serving another uid (--allow-uid) tells it it is not served, and serves that uid
-#   restart      the agent killed, run starts another on the same socket, which serves
+#   restart      the agent killed while a server waits for its client: run starts another on
+#                the same socket, which serves a new process, and the waiting server connects
+#                to it again and moves verified data with a client that comes after
 #   stop         SIGTERM to run stops the agent (its socket gone) and takes harp down (no XDP
 #                program on the interface, no pins), run exiting 0
 #
@@ -262,10 +264,22 @@ echo "agent: uid: 1001 at an agent serving 1001: $got"
 kill "$uagent" 2>/dev/null || true
 wait "$uagent" 2>/dev/null || true
 
-# restart: the agent of b killed; run starts another on the same socket, which serves.
+# restart: the agent of b killed while a server on b (queue 0) waits for its client; run starts
+# another on the same socket, which serves a new process (queue 1); the waiting server connects
+# to it again, and the client that comes after the restart moves verified data to it.
+rm -f "$tmp/handle"
+spawn_bounded 90 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle" --conns 2 --sizes 0,4095,1M --timeout 60 >"$tmp/survivor.out" \
+	2>"$tmp/survivor.err"
+survivor=$spawned_pid
+pids+=("$survivor")
+for _ in $(seq 100); do
+	[[ -s $tmp/handle ]] && break
+	sleep 0.1
+done
 apid=$(sed -n 's/^harp-attach: run: harp is up on .*node agent (pid \([0-9]*\)).*/\1/p' "$tmp/agent-b.log")
-if [[ -z $apid ]] || ! kill -KILL "$apid" 2>/dev/null; then
-	report "restart: no agent pid in run's line"
+if [[ ! -s $tmp/handle || -z $apid ]] || ! kill -KILL "$apid" 2>/dev/null; then
+	report "restart: no waiting server, or no agent pid in run's line"
 else
 	for _ in $(seq 50); do
 		grep -q "serving $tmp/agent-b.sock again" "$tmp/agent-b.log" && break
@@ -274,6 +288,19 @@ else
 	grep "ended with status\|serving .* again" "$tmp/agent-b.log" | sed 's/^/agent: restart: /'
 	grep -q "node agent (pid $apid) ended with status 137; starting it again" "$tmp/agent-b.log" ||
 		report "restart: run did not see its agent end"
+	rc=0
+	run_bounded 60 "${in_a[@]}" "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
+		--conns 2 --sizes 0,4095,1M --timeout 40 >"$tmp/late.out" 2>"$tmp/late.err" || rc=$?
+	rc_s=0
+	wait "$survivor" || rc_s=$?
+	echo "agent: case=restart survivor_rc=$rc_s late_client_rc=$rc $(grep -h '^verified_bytes=' "$tmp/survivor.out")"
+	grep -h 'went away and came back' "$tmp/survivor.err" | head -n 1 | sed 's/^/    /'
+	if ((rc || rc_s)) || ! grep -q '^result=ok' "$tmp/survivor.out"; then
+		report "restart: the server that outlived its agent did not serve a later client"
+		tail -n 6 "$tmp/survivor.err" "$tmp/late.err" | sed 's/^/    | /'
+	fi
+	grep -q 'went away and came back' "$tmp/survivor.err" ||
+		report "restart: the surviving server did not connect to the new agent"
 	rm -f "$tmp/handle"
 	spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=1-1 "$xfer" server --ifname "$if_b" \
 		--handle-file "$tmp/handle" --timeout 20 >"$tmp/restarted.out" 2>"$tmp/restarted.err"
@@ -283,8 +310,10 @@ else
 		[[ -s $tmp/handle ]] && break
 		sleep 0.1
 	done
-	[[ -s $tmp/handle ]] && grep -q 'using the node agent at' "$tmp/restarted.err" ||
-		{ report "restart: the new agent does not serve"; tail -n 5 "$tmp/restarted.err"; }
+	if [[ ! -s $tmp/handle ]] || ! grep -q 'using the node agent at' "$tmp/restarted.err"; then
+		report "restart: the new agent does not serve a new process"
+		tail -n 5 "$tmp/restarted.err"
+	fi
 	kill "$last" 2>/dev/null || true
 	wait "$last" 2>/dev/null || true
 fi
