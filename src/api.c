@@ -488,32 +488,93 @@ int harp_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 	return 0;
 }
 
+/* Drops pending set-up i (failed, timed out, or pushed out by a newer one), keeping the order. */
+static void listener_drop(struct harp_listener *l, int i, int err)
+{
+	struct harp_conn *c = l->pending[i];
+
+	memmove(&l->pending[i], &l->pending[i + 1],
+		(size_t)(l->npending - i - 1) * sizeof(l->pending[0]));
+	l->npending--;
+	l->dropped++;
+	/* the first few, then every 1000th: a port scan must not flood the log */
+	if (l->dropped <= 8 || l->dropped % 1000 == 0) {
+		const char *why = ctrl_setup_why(c);
+
+		pr_warn("listen: dropped a connection set-up from %s (%s); %llu dropped so far, "
+			"accepting goes on",
+			ctrl_setup_peer(c),
+			!err ? "more set-ups at once than the listener runs: the oldest goes" :
+			why[0] ? why : strerror(-err),
+			(unsigned long long)l->dropped);
+	}
+	harp_conn__close(c);
+}
+
 int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
 {
+	char peer[INET_ADDRSTRLEN + 8];
 	struct harp_conn *c;
-	int err;
+	int err, fd, i;
 
 	if (!l || !out) {
 		return -EINVAL;
 	}
 	*out = NULL;
-	c = conn_new(l->ctx);
-	if (!c) {
-		return -ENOMEM;
+	/* what the kernel accepted since, each to a set-up of its own */
+	for (i = 0; i < LISTEN_ACCEPT_BATCH; i++) {
+		err = ctrl_accept(l, &fd, peer, sizeof(peer));
+		if (err == -EAGAIN) {
+			break;
+		}
+		if (err) {
+			pr_err("listen: accepting a connection failed: %s", strerror(-err));
+			return err;
+		}
+		c = conn_new(l->ctx);
+		if (!c) {
+			close(fd);
+			return -ENOMEM;
+		}
+		err = ctrl_adopt(l, c, fd, peer);
+		if (err) {
+			conn_destroy(c);
+			return err;
+		}
+		if (l->npending == LISTEN_PENDING) {
+			listener_drop(l, 0, 0);
+		}
+		l->pending[l->npending++] = c;
 	}
-	err = ctrl_accept(l, c);
-	if (err) {
-		conn_destroy(c);
-		return err;
+	/* every set-up moves on; the first whose hello checked out and whose reply went is
+	 * handed out, and a failed one is dropped, never reported to the caller */
+	for (i = 0; i < l->npending;) {
+		c = l->pending[i];
+		err = harp_conn__establish(c);
+		if (err == -EAGAIN) {
+			i++;
+			continue;
+		}
+		if (err) {
+			listener_drop(l, i, err);
+			continue;
+		}
+		memmove(&l->pending[i], &l->pending[i + 1],
+			(size_t)(l->npending - i - 1) * sizeof(l->pending[0]));
+		l->npending--;
+		*out = c;
+		return 0;
 	}
-	*out = c;
-	return 0;
+	return -EAGAIN;
 }
 
 void harp_listener__close(struct harp_listener *l)
 {
 	if (!l) {
 		return;
+	}
+	while (l->npending) {
+		harp_conn__close(l->pending[--l->npending]);
 	}
 	close(l->fd);
 	free(l);

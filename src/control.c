@@ -12,6 +12,8 @@
  * Nothing here blocks: each call advances a state machine kept in the connection.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -84,7 +86,28 @@ struct ctrl_setup {
 	size_t out_done, in_done;
 	int queue;
 	char peer_name[INET_ADDRSTRLEN + 8];
+	char why[192]; /* why it failed, for the listener's line about dropping it */
 };
+
+/*
+ * A set-up failed: the connector says why at once; the listener keeps the reason for its one
+ * line about dropping the connection (rate-limited there), so a port scan does not flood the log.
+ */
+__attribute__((format(printf, 2, 3))) static void setup_fail(struct harp_conn *c,
+							     const char *fmt, ...)
+{
+	struct ctrl_setup *s = c->setup;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+	if (c->is_listener_side) {
+		pr_debug("setup with %s: %s", s->peer_name, s->why);
+	} else {
+		pr_err("setup with %s: %s", s->peer_name, s->why);
+	}
+}
 
 /*
  * The control connection also watches the peer's host: with keepalive and a user timeout both
@@ -126,7 +149,7 @@ int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 		pr_err("listen: socket() failed: %s", strerror(errno));
 		return err;
 	}
-	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, 128) ||
+	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, SOMAXCONN) ||
 	    getsockname(l->fd, (struct sockaddr *)&sa, &salen)) {
 		err = -errno;
 		pr_err("listen: TCP listener on %s of %s failed: %s",
@@ -163,26 +186,33 @@ static struct ctrl_setup *setup_new(struct harp_conn *c, enum setup_step step)
 	return s;
 }
 
-int ctrl_accept(struct harp_listener *l, struct harp_conn *c)
+int ctrl_accept(struct harp_listener *l, int *fd, char *peer_name, size_t len)
 {
 	struct sockaddr_in peer;
 	socklen_t plen = sizeof(peer);
-	int fd;
 
-	fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
-		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	*fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (*fd < 0) {
+		/* a connection reset before we took it is gone: the next one may be fine */
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+				       errno == ECONNABORTED ?
+			       -EAGAIN :
+			       -errno;
 	}
+	snprintf(peer_name, len, "%s:%u", inet_ntoa(peer.sin_addr), ntohs(peer.sin_port));
+	return 0;
+}
+
+int ctrl_adopt(struct harp_listener *l, struct harp_conn *c, int fd, const char *peer_name)
+{
+	c->ctrl_fd = fd;
 	if (!setup_new(c, STEP_RECV_HELLO)) {
-		close(fd);
 		return -ENOMEM;
 	}
-	c->ctrl_fd = fd;
 	ctrl_keepalive(fd, l->ctx->params.peer_timeout_ms);
 	c->is_listener_side = true;
 	c->setup->nonce = l->nonce;
-	snprintf(c->setup->peer_name, sizeof(c->setup->peer_name), "%s:%u",
-		 inet_ntoa(peer.sin_addr), ntohs(peer.sin_port));
+	snprintf(c->setup->peer_name, sizeof(c->setup->peer_name), "%s", peer_name);
 	return 0;
 }
 
@@ -284,15 +314,14 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 	struct ctrl_setup *s = c->setup;
 
 	if (ntohl(h->magic) != CHAN_MAGIC) {
-		pr_err("setup with %s: the peer does not speak harp's control protocol (magic "
-		       "0x%08x)",
-		       s->peer_name, ntohl(h->magic));
+		setup_fail(c, "the peer does not speak harp's control protocol (magic 0x%08x)",
+			   ntohl(h->magic));
 		return -EPROTO;
 	}
 	if (ntohs(h->version) != HELLO_VERSION) {
-		pr_err("setup with %s: the peer runs another version of harp (control protocol %u, "
-		       "this side %u): run one harp release on every node",
-		       s->peer_name, ntohs(h->version), HELLO_VERSION);
+		setup_fail(c, "the peer runs another version of harp (control protocol %u, this side "
+			   "%u): run one harp release on every node",
+			   ntohs(h->version), HELLO_VERSION);
 		return -EPROTO;
 	}
 	if (ntohs(h->type) == HELLO_REFUSE) {
@@ -303,18 +332,17 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 		return err ? -err : -ECONNREFUSED;
 	}
 	if (ntohs(h->type) != want) {
+		setup_fail(c, "a hello of type %u where %u belongs", ntohs(h->type), want);
 		return -EPROTO;
 	}
 	if (want == HELLO_REQ && h->nonce != s->nonce) {
-		pr_err("setup with %s: the connector used a handle of another listener",
-		       s->peer_name);
+		setup_fail(c, "the connector used a handle of another listener (wrong nonce)");
 		return -EINVAL;
 	}
 	if (ntohs(h->mtu) < 576 || !h->conn_id || ntohs(h->udp_port) < 1024 || !h->port_count ||
 	    ntohs(h->udp_port) + ntohs(h->port_count) - 1 > 65535) {
-		pr_err("setup with %s: nonsense in hello (mtu %u, id %u, UDP ports %u+%u)",
-		       s->peer_name, ntohs(h->mtu), ntohl(h->conn_id), ntohs(h->udp_port),
-		       ntohs(h->port_count));
+		setup_fail(c, "nonsense in hello (mtu %u, id %u, UDP ports %u+%u)", ntohs(h->mtu),
+			   ntohl(h->conn_id), ntohs(h->udp_port), ntohs(h->port_count));
 		return -EPROTO;
 	}
 	return 0;
@@ -510,11 +538,21 @@ int ctrl_establish(struct harp_conn *c)
 	}
 	err = c->is_listener_side ? step_acceptor(c) : step_connector(c);
 	if (err == -EAGAIN && now_ns() > s->deadline_ns) {
-		pr_err("setup with %s: no answer within HARP_CONNECT_TIMEOUT_MS=%d",
-		       s->peer_name, c->ctx->params.connect_timeout_ms);
+		setup_fail(c, "no answer within HARP_CONNECT_TIMEOUT_MS=%d",
+			   c->ctx->params.connect_timeout_ms);
 		return -ETIMEDOUT;
 	}
 	return err;
+}
+
+const char *ctrl_setup_peer(const struct harp_conn *c)
+{
+	return c->setup ? c->setup->peer_name : "?";
+}
+
+const char *ctrl_setup_why(const struct harp_conn *c)
+{
+	return c->setup ? c->setup->why : "";
 }
 
 int ctrl_setup_queue(const struct harp_conn *c)
@@ -537,7 +575,9 @@ void ctrl_conn_destroy(struct harp_conn *c)
 		/* Closing a TCP socket with bytes unread (a path report, the peer's close) sends a
 		 * reset, not an end of file, and the peer could take that for a crash before it reads
 		 * our close message: read them first. */
-		while (recv(c->ctrl_fd, unread, sizeof(unread), MSG_DONTWAIT) > 0) {
+		for (int i = 0; i < 64 && recv(c->ctrl_fd, unread, sizeof(unread), MSG_DONTWAIT) > 0;
+		     i++) {
+			/* bounded: a peer that keeps sending must not keep us here */
 		}
 		close(c->ctrl_fd);
 		c->ctrl_fd = -1;

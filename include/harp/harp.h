@@ -135,7 +135,13 @@ HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_
 /* Listening: the handle names this listener to one peer. */
 HARP_API int harp_listen(struct harp_ctx *ctx, struct harp_handle *handle,
 			 struct harp_listener **listener);
-/* Returns 0 and a connection still being set up, or -EAGAIN while no peer has arrived. */
+/*
+ * Returns 0 and a connection whose peer presented this listener's handle (finish it with
+ * harp_conn__establish()), or -EAGAIN while none has. Each call also moves on the set-ups under
+ * way; one that fails (a stray or hostile connection, a wrong handle, silence past
+ * HARP_CONNECT_TIMEOUT_MS) is dropped and logged, never returned. Another error is the
+ * listener's own (e.g. -EMFILE).
+ */
 HARP_API int harp_listener__accept(struct harp_listener *listener, struct harp_conn **conn);
 HARP_API void harp_listener__close(struct harp_listener *listener);
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Stray and hostile connections to a harp listener's control port (tests/hostile/listener.sh).
+
+  control_attack.py KIND HANDLE_FILE READY_FILE STOP_FILE
+
+Reads the listener's address and nonce from the first handle in HANDLE_FILE (harp-xfer's hex
+lines), opens KIND's connections, writes how many it holds into READY_FILE, and holds them until
+STOP_FILE appears (60 s at most).
+"""
+import os, resource, socket, struct, sys, time
+kind, handle_file, ready, stop = sys.argv[1:5]
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+h = bytes.fromhex(open(handle_file).readline().strip())
+addr = (socket.inet_ntoa(h[8:12]), struct.unpack("!H", h[12:14])[0])
+nonce = h[16:24]
+
+def conn():
+    s = socket.create_connection(addr, timeout=5)
+    s.setblocking(False)
+    return s
+
+def hello(nonce):
+    # magic "HRPC", control protocol 4, HELLO_REQ, nonce, token, id, address, UDP port, queues,
+    # MTU, refuse errno, UDP port count, 22 reserved bytes: 64 bytes in network order
+    return struct.pack("!IHH8sQIIHHHHH22x", 0x48525043, 4, 1, nonce, 7, 99, 0x0a000001, 47000,
+                       1, 1500, 0, 64)
+
+held = []
+if kind == "garbage":
+    s = conn(); s.send(os.urandom(64)); held.append(s)
+elif kind == "nonce":
+    wrong = bytes(b ^ 0xff for b in nonce)
+    s = conn(); s.send(hello(wrong)); held.append(s)
+elif kind == "partial":
+    s = conn(); s.send(hello(nonce)[:10]); held.append(s)
+elif kind == "slowloris":
+    held = [conn() for _ in range(300)]
+elif kind == "oversized":
+    s = conn()
+    s.setblocking(True)
+    s.settimeout(5)
+    try:
+        s.sendall(os.urandom(64 + (1 << 20)))
+    except OSError:
+        pass  # the listener dropped it: what we want
+    held.append(s)
+elif kind == "reset":
+    for _ in range(50):
+        s = socket.create_connection(addr, timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+elif kind == "many":
+    for _ in range(1000):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(addr)
+        held.append(s)
+    time.sleep(0.5)
+    for s in held:
+        try:
+            s.send(os.urandom(64))
+        except OSError:
+            pass
+open(ready, "w").write(f"{len(held)}\n")
+deadline = time.time() + 60
+while not os.path.exists(stop) and time.time() < deadline:
+    time.sleep(0.05)
