@@ -406,15 +406,19 @@ int ctx_alloc_id(struct harp_ctx *ctx, uint32_t *id)
 	uint32_t slot;
 
 	pthread_mutex_lock(&ctx->setup_lock);
+	if (ctx->nconns >= ctx->params.conns_max) {
+		pthread_mutex_unlock(&ctx->setup_lock);
+		pr_err("this process has %d harp connections open, the most it may "
+		       "(HARP_CONNS_MAX=%d, at most %d): close some, or raise HARP_CONNS_MAX",
+		       ctx->nconns, ctx->params.conns_max, HARP_MAX_CONNS - 1);
+		return -EMFILE;
+	}
 	for (slot = 1; slot < HARP_MAX_CONNS; slot++) {
 		if (!ctx->id_used[slot]) {
 			break;
 		}
 	}
-	if (slot == HARP_MAX_CONNS) {
-		pthread_mutex_unlock(&ctx->setup_lock);
-		return -EMFILE;
-	}
+	ctx->nconns++;
 	ctx->id_used[slot] = true;
 	ctx->id_gen[slot]++;
 	*id = (uint32_t)ctx->id_gen[slot] << 12 | slot;
@@ -426,6 +430,7 @@ void ctx_free_id(struct harp_ctx *ctx, uint32_t id)
 {
 	pthread_mutex_lock(&ctx->setup_lock);
 	ctx->id_used[id & (HARP_MAX_CONNS - 1)] = false;
+	ctx->nconns--;
 	pthread_mutex_unlock(&ctx->setup_lock);
 }
 
@@ -447,23 +452,32 @@ static void conn_destroy(struct harp_conn *c)
 	free(c);
 }
 
-static struct harp_conn *conn_new(struct harp_ctx *ctx)
+/* A new connection in *out, or -EMFILE at HARP_CONNS_MAX (said) or -ENOMEM. */
+static int conn_new(struct harp_ctx *ctx, struct harp_conn **out)
 {
 	struct harp_conn *c = calloc(1, sizeof(*c));
+	int err;
 
+	*out = NULL;
 	if (!c) {
-		return NULL;
+		return -ENOMEM;
 	}
 	c->ctx = ctx;
 	c->ctrl_fd = -1;
+	err = ctx_alloc_id(ctx, &c->id);
+	if (err) {
+		conn_destroy(c);
+		return err;
+	}
 	c->reqs = table_alloc(CONN_REQS * sizeof(*c->reqs));
 	c->submit = spsc_create(CONN_REQS);
-	if (!c->reqs || !c->submit || ctx_alloc_id(ctx, &c->id) ||
-	    conn_alloc_state(c, (uint32_t)ctx->params.cwnd_max)) {
+	if (!c->reqs || !c->submit || conn_alloc_state(c, (uint32_t)ctx->params.cwnd_max)) {
+		pr_err("out of memory for a connection (about 400 KiB each)");
 		conn_destroy(c);
-		return NULL;
+		return -ENOMEM;
 	}
-	return c;
+	*out = c;
+	return 0;
 }
 
 int harp_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_listener **out)
@@ -531,10 +545,10 @@ int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
 			pr_err("listen: accepting a connection failed: %s", strerror(-err));
 			return err;
 		}
-		c = conn_new(l->ctx);
-		if (!c) {
-			close(fd);
-			return -ENOMEM;
+		err = conn_new(l->ctx, &c);
+		if (err) {
+			close(fd); /* the peer sees the connection end; this side says why */
+			return err;
 		}
 		err = ctrl_adopt(l, c, fd, peer);
 		if (err) {
@@ -589,9 +603,9 @@ int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct 
 		return -EINVAL;
 	}
 	*out = NULL;
-	c = conn_new(ctx);
-	if (!c) {
-		return -ENOMEM;
+	err = conn_new(ctx, &c);
+	if (err) {
+		return err;
 	}
 	if (getrandom(&c->token, sizeof(c->token), 0) != sizeof(c->token)) {
 		c->token = now_ns() * 0x9e3779b97f4a7c15ull;

@@ -25,6 +25,7 @@ struct harp_ctx {
 	pthread_mutex_t setup_lock; /* set-up path only: the id allocator */
 	uint16_t id_gen[HARP_MAX_CONNS];
 	bool id_used[HARP_MAX_CONNS];
+	int nconns; /* ids in use */
 	_Atomic uint32_t next_engine;
 	struct engine_keeper keeper; /* runs engines no caller has run lately */
 };

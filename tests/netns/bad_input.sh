@@ -154,6 +154,12 @@ printf '%s%s%s\n' "${real:0:16}" "$hex" "${real:24}" >"$tmp/forged"
 expect_error unreachable_peer 4 "$unreachable|HARP_CONNECT_TIMEOUT_MS=2000" -- \
 	"${in_a[@]}" env HARP_CONNECT_TIMEOUT_MS=2000 "$xfer" client --ifname "$if_a" \
 	--handle-file "$tmp/forged" --timeout 30
+# Four connections where HARP_CONNS_MAX allows three: the fourth is refused at once, naming the
+# limit (the 4,096th connection once failed with a bare ENOMEM).
+for _ in 1 2 3 4; do cat "$tmp/forged"; done >"$tmp/forged4"
+expect_error conns_max 5 "HARP_CONNS_MAX=3|3 harp connections open" -- \
+	"${in_a[@]}" env HARP_CONNS_MAX=3 "$xfer" client --ifname "$if_a" \
+	--handle-file "$tmp/forged4" --conns 4 --timeout 10
 
 # Under valgrind: three cases that end before any bpf() call get memcheck's full check; two that
 # run harp's whole start and tear-down (XDP, AF_XDP sockets, engines) skip definedness checks.
