@@ -85,25 +85,35 @@ static const char *attach_hint(int err)
  * interface. The kernel drops it when its holder exits, however it exits, so holding it proves
  * that a harp program still attached to the interface belongs to nobody alive.
  */
-static int lock_interface(const char *ifname, int ifindex)
+static int lock_interface(struct steer *s, const char *ifname, int ifindex)
 {
-	char path[128];
-	struct stat ns;
-	int fd;
+	char *path = s->lock_path;
+	struct stat ns, held, named;
+	int fd, tries, busy;
 
 	if (stat("/proc/self/ns/net", &ns)) {
 		return -errno;
 	}
 	mkdir(LOCK_DIR, 0755);
-	snprintf(path, sizeof(path), LOCK_DIR "/netns-%lu-if-%d.lock", (unsigned long)ns.st_ino,
-		 ifindex);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		pr_err("steer: cannot open the interface lock %s: %s", path, strerror(errno));
-		return -errno;
+	snprintf(path, sizeof(s->lock_path), LOCK_DIR "/netns-%lu-if-%d.lock",
+		 (unsigned long)ns.st_ino, ifindex);
+	/* The holder removes the file as it lets go (steer_detach), so the file we locked may
+	 * be one it removed meanwhile: then the lock proves nothing, and we take the new one. */
+	for (tries = 0;; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			pr_err("steer: cannot open the interface lock %s: %s", path, strerror(errno));
+			return -errno;
+		}
+		busy = flock(fd, LOCK_EX | LOCK_NB) ? errno : 0;
+		if (busy || tries == 8 || fstat(fd, &held) ||
+		    (!stat(path, &named) && named.st_ino == held.st_ino)) {
+			break;
+		}
+		close(fd);
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (busy) {
+		int err = busy == EWOULDBLOCK ? -EBUSY : -busy;
 
 		pr_err("steer: another harp process runs on %s (it holds %s); a harp process that "
 		       "loads its own XDP program needs the interface to itself: for several "
@@ -539,7 +549,7 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 			 "/run/harp (docs/OPERATIONS.md)",
 			 agent_said, ifname, dir, ifname);
 	}
-	s->lock_fd = lock_interface(ifname, ifindex);
+	s->lock_fd = lock_interface(s, ifname, ifindex);
 	if (s->lock_fd < 0) {
 		return s->lock_fd;
 	}
@@ -594,6 +604,7 @@ err_prog:
 err_skel:
 	harp_xdp__destroy(s->skel);
 	s->skel = NULL;
+	unlink(s->lock_path);
 	close(s->lock_fd);
 	s->lock_fd = -1;
 	return err;
@@ -622,7 +633,10 @@ void steer_detach(struct steer *s)
 	xdp_program__detach(s->prog, s->ifindex, s->xdp_mode, 0);
 	xdp_program__close(s->prog);
 	harp_xdp__destroy(s->skel);
-	close(s->lock_fd); /* after the detach: the next harp finds the hook free */
+	/* after the detach: the next harp finds the hook free; the file goes first, while we
+	 * still hold it, so that no lock file per interface and network namespace piles up */
+	unlink(s->lock_path);
+	close(s->lock_fd);
 	steer_reset(s);
 }
 

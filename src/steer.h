@@ -19,6 +19,7 @@ struct steer {
 	int probe_map_fd; /* where probes arrived; -1 with a program older than probes */
 	int owners_fd;	  /* queue_owners; -1 with a program older than shared interfaces */
 	int lock_fd; /* flock held while attached: one harp per interface */
+	char lock_path[128]; /* its file, removed as the lock goes */
 	bool pinned; /* harp-attach's program and maps: nothing of ours to detach */
 	int agent_fd; /* connected to the node agent, which holds the maps for us; else -1 */
 	pthread_mutex_t agent_lock; /* one request at a time on agent_fd (engines in threads) */

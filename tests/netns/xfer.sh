@@ -104,6 +104,17 @@ echo "xfer: topology=$([[ $hop == none ]] && echo pair || echo hop) hop=$hop mtu
 	"queues=$queues limit=${limit}s args=${harp_args[*]}"
 
 handle="$tmp/handle"
+# lock_file NS IF: the interface lock a harp process that loads its own program holds
+# (/run/harp/netns-INODE-if-INDEX.lock). Namespace inodes come back: one a killed process left
+# under the same name goes first.
+lock_file() {
+	local ino idx
+	ino=$(ip netns exec "$1" stat -L -c %i /proc/self/ns/net)
+	idx=$(ip netns exec "$1" cat "/sys/class/net/$2/ifindex")
+	echo "/run/harp/netns-$ino-if-$idx.lock"
+}
+lock_files=("$(lock_file "$ns_a" "$if_a")" "$(lock_file "$ns_b" "$if_b")")
+rm -f "${lock_files[@]}"
 spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
 	--handle-file "$handle" "${harp_args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
 server_pid=$spawned_pid
@@ -222,6 +233,13 @@ for ((q = 0; q < expect_queues; q++)); do
 		done
 	done
 done
+# Both ends ended on their own, so neither left its interface lock file behind (they once piled
+# up, one per interface and namespace; see lock_file above).
+if ((server_rc == 0 && client_rc == 0)); then
+	for f in "${lock_files[@]}"; do
+		[[ ! -e $f ]] || report "lock file left behind: $f"
+	done
+fi
 echo "xfer: server_rc=$server_rc client_rc=$client_rc retransmits_sum=$retx rx_bad_sum=$rx_bad" \
 	"result=$( ((fail)) && echo FAIL || echo PASS)"
 exit "$fail"
