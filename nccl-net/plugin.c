@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,140 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
 	return HNCCL_SUCCESS;
 }
 
+/* ---- handles NCCL holds -------------------------------------------------------------------------- */
+
+/*
+ * Every comm, memory registration and pending request this plugin handed to NCCL, so that a
+ * handle NCCL passes back is looked up before it is used: a stale one (closed twice, deregistered
+ * twice, a request already completed) or a junk one gets an error naming it, not a crash or a
+ * use of freed memory. An open-addressing set of pointers, grown as needed, under its own lock.
+ */
+static struct {
+	pthread_mutex_t lock;
+	uintptr_t *slot; /* 0: empty, 1: deleted */
+	size_t cap, used; /* used counts deleted slots too */
+} live = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t live_hash(uintptr_t p, size_t cap)
+{
+	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+}
+
+/* Under live.lock: the slot holding p, or the empty slot where it would go. */
+static size_t live_find(uintptr_t p)
+{
+	size_t i = live_hash(p, live.cap), tomb = SIZE_MAX;
+
+	while (live.slot[i] && live.slot[i] != p) {
+		if (live.slot[i] == 1 && tomb == SIZE_MAX) {
+			tomb = i;
+		}
+		i = (i + 1) & (live.cap - 1);
+	}
+	return live.slot[i] == p || tomb == SIZE_MAX ? i : tomb;
+}
+
+static bool live_grow(void)
+{
+	size_t cap = live.cap ? live.cap * 2 : 1024, old_cap = live.cap, i;
+	uintptr_t *old = live.slot;
+
+	live.slot = calloc(cap, sizeof(*live.slot));
+	if (!live.slot) {
+		live.slot = old;
+		return false;
+	}
+	live.cap = cap;
+	live.used = 0;
+	for (i = 0; i < old_cap; i++) {
+		if (old[i] > 1) {
+			live.slot[live_find(old[i])] = old[i];
+			live.used++;
+		}
+	}
+	free(old);
+	return true;
+}
+
+static bool live_add(const void *p)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&live.lock);
+	if ((live.used + 1) * 2 > live.cap) {
+		ok = live_grow();
+	}
+	if (ok) {
+		size_t i = live_find((uintptr_t)p);
+
+		if (live.slot[i] != (uintptr_t)p) {
+			live.used += live.slot[i] == 0;
+			live.slot[i] = (uintptr_t)p;
+		}
+	}
+	pthread_mutex_unlock(&live.lock);
+	return ok;
+}
+
+/* true when p was there (and is gone now) */
+static bool live_del(const void *p)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&live.lock);
+	if (p && live.cap) {
+		size_t i = live_find((uintptr_t)p);
+
+		found = live.slot[i] == (uintptr_t)p;
+		if (found) {
+			live.slot[i] = 1;
+		}
+	}
+	pthread_mutex_unlock(&live.lock);
+	return found;
+}
+
+static bool live_has(const void *p)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&live.lock);
+	if (p && live.cap) {
+		found = live.slot[live_find((uintptr_t)p)] == (uintptr_t)p;
+	}
+	pthread_mutex_unlock(&live.lock);
+	return found;
+}
+
+/* NCCL unloads the plugin at the end: the set goes with it (whatever NCCL left registered) */
+__attribute__((destructor)) static void live_free(void)
+{
+	free(live.slot);
+	live.slot = NULL;
+	live.cap = live.used = 0;
+}
+
+static const char *kind_name(enum hp_comm_kind kind)
+{
+	return kind == HP_LISTEN ? "listen" : kind == HP_SEND ? "send" : "recv";
+}
+
+/* c is an open comm of this kind (any kind: 0); else one WARN naming what was wrong. */
+static bool comm_ok(const struct hp_comm *c, enum hp_comm_kind kind, const char *call)
+{
+	if (!live_has(c)) {
+		HP_WARN("%s: %p is not an open harp comm (closed already, or never one)", call,
+			(const void *)c);
+		return false;
+	}
+	if (kind && c->kind != kind) {
+		HP_WARN("%s: %p is a %s comm, not a %s comm", call, (const void *)c,
+			kind_name(c->kind), kind_name(kind));
+		return false;
+	}
+	return true;
+}
+
 /* ---- comms ------------------------------------------------------------------------------------ */
 
 static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
@@ -359,6 +494,10 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 		c->reqs[i].next_free = c->free_reqs;
 		c->free_reqs = &c->reqs[i];
 	}
+	if (!live_add(c)) {
+		free(c);
+		return NULL;
+	}
 	pthread_mutex_lock(&g.lock);
 	g.comms++;
 	pthread_mutex_unlock(&g.lock);
@@ -367,6 +506,14 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 
 static void comm_free(struct hp_comm *c)
 {
+	int i, n = c->kind == HP_LISTEN ? 0 : HP_REQS;
+
+	for (i = 0; i < n; i++) {
+		if (c->reqs[i].req) {
+			(void)live_del(&c->reqs[i]); /* requests still pending go with their comm */
+		}
+	}
+	(void)live_del(c);
 	pthread_mutex_lock(&g.lock);
 	if (--g.comms == 0 && g.destroy_pending) {
 		devices_destroy();
@@ -483,6 +630,9 @@ hnccl_result_t hp_accept(void *listen_comm, void **recv_comm,
 
 	(void)dev_handle;
 	*recv_comm = NULL;
+	if (!comm_ok(l, HP_LISTEN, "accept")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
 	if (!l->conn) {
 		err = harp_listener__accept(l->listener, &l->conn);
 		if (err == -EAGAIN) {
@@ -518,16 +668,23 @@ hnccl_result_t hp_close_listen(void *listen_comm)
 	if (!l) {
 		return HNCCL_SUCCESS;
 	}
+	if (!comm_ok(l, HP_LISTEN, "closeListen")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
 	harp_conn__close(l->conn); /* a peer accepted but never handed to NCCL */
 	harp_listener__close(l->listener);
 	comm_free(l);
 	return HNCCL_SUCCESS;
 }
 
-static hnccl_result_t close_conn_comm(struct hp_comm *c)
+static hnccl_result_t close_conn_comm(struct hp_comm *c, enum hp_comm_kind kind,
+				      const char *call)
 {
 	if (!c) {
 		return HNCCL_SUCCESS;
+	}
+	if (!comm_ok(c, kind, call)) {
+		return HNCCL_INVALID_ARGUMENT;
 	}
 	harp_conn__close(c->conn);
 	comm_free(c);
@@ -536,12 +693,12 @@ static hnccl_result_t close_conn_comm(struct hp_comm *c)
 
 hnccl_result_t hp_close_send(void *send_comm)
 {
-	return close_conn_comm(send_comm);
+	return close_conn_comm(send_comm, HP_SEND, "closeSend");
 }
 
 hnccl_result_t hp_close_recv(void *recv_comm)
 {
-	return close_conn_comm(recv_comm);
+	return close_conn_comm(recv_comm, HP_RECV, "closeRecv");
 }
 
 /* ---- memory ------------------------------------------------------------------------------------ */
@@ -553,6 +710,9 @@ hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **m
 	int err;
 
 	*mhandle = NULL;
+	if (!comm_ok(c, 0, "regMr")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
 	if (type != HNCCL_PTR_HOST) {
 		HP_WARN("regMr: memory type %d is not host memory; harp reaches host memory only "
 			"(ptrSupport says so)",
@@ -562,6 +722,10 @@ hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **m
 	err = harp_mr__reg(c->dev->ctx, data, size, &mr);
 	if (err) {
 		return hp_result(err);
+	}
+	if (!live_add(mr)) {
+		harp_mr__dereg(mr);
+		return HNCCL_SYSTEM_ERROR;
 	}
 	*mhandle = mr;
 	return HNCCL_SUCCESS;
@@ -581,7 +745,16 @@ hnccl_result_t hp_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, u
 
 hnccl_result_t hp_dereg_mr(void *comm, void *mhandle)
 {
-	(void)comm;
+	(void)comm; /* NCCL deregisters after closing the comm it registered on */
+	if (!mhandle) {
+		return HNCCL_SUCCESS;
+	}
+	if (!live_del(mhandle)) {
+		HP_WARN("deregMr: %p is not a registered harp memory handle (deregistered already, "
+			"or never one)",
+			mhandle);
+		return HNCCL_INVALID_ARGUMENT;
+	}
 	harp_mr__dereg(mhandle);
 	return HNCCL_SUCCESS;
 }
@@ -629,6 +802,13 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 	int err;
 
 	*request = NULL;
+	if (!comm_ok(c, HP_SEND, "isend")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	if (mhandle && !live_has(mhandle)) {
+		HP_WARN("isend: %p is not a registered harp memory handle", mhandle);
+		return HNCCL_INVALID_ARGUMENT;
+	}
 	if (size > HP_MAX_MSG) {
 		HP_WARN("isend of %zu bytes: larger than maxP2pBytes (%llu)", size, HP_MAX_MSG);
 		return HNCCL_INVALID_ARGUMENT;
@@ -643,6 +823,7 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
 	}
 	r->n = 1;
+	(void)live_add(r); /* cannot grow only when out of memory: test() then says so */
 	*request = r;
 	return HNCCL_SUCCESS;
 }
@@ -656,6 +837,9 @@ hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes
 	int err, i;
 
 	*request = NULL; /* also replaces an "optional completion" preset */
+	if (!comm_ok(c, HP_RECV, "irecv")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
 	if (n < 1 || n > HP_MAX_RECVS) {
 		HP_WARN("irecv of %d buffers: harp takes 1 to %d (maxRecvs)", n, HP_MAX_RECVS);
 		return HNCCL_INVALID_ARGUMENT;
@@ -674,6 +858,7 @@ hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
 	}
 	r->n = n;
+	(void)live_add(r);
 	*request = r;
 	return HNCCL_SUCCESS;
 }
@@ -697,8 +882,10 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 	int err, i, n;
 
 	*done = 0;
-	if (!r || !r->req) {
-		HP_WARN("test: %p is not a pending harp request", request);
+	if (!live_has(r) || !r->req) {
+		HP_WARN("test: %p is not a pending harp request (completed already, its comm closed, "
+			"or never one)",
+			request);
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	err = harp_req__test(r->req, done, got);
@@ -707,6 +894,7 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 	}
 	/* done or failed: harp has released its request; ours goes back to its comm */
 	n = r->n;
+	(void)live_del(r);
 	req_put(r->comm, r);
 	if (err) {
 		return hp_result(err);

@@ -1192,6 +1192,62 @@ static int check_reg_refusals(struct drv *d, void *comm)
 	return 0;
 }
 
+/* misuse_refused WHAT RES: a call NCCL should never make came back with an error (and the
+ * plugin's one WARN, counted), not success and not a crash. */
+static int misuse_refused(struct drv *d, const char *what, hnccl_result_t res)
+{
+	if (res == HNCCL_SUCCESS) {
+		fail("%s succeeded; it must be refused", what);
+		return -1;
+	}
+	d->provoked_warns++;
+	note("%s refused with %d (%s)", what, res, net_res_name(res));
+	return 0;
+}
+
+/*
+ * Calls a broken caller makes, on open comms: a handle of the wrong kind, a junk request, a
+ * memory handle deregistered twice or never registered, a send with such a handle.
+ */
+static int check_misuse_open(struct drv *d, struct pair *p)
+{
+	static unsigned char buf[4096];
+	static long junk[64];
+	void *mh = NULL, *req = NULL;
+	int done = 0, rc = 0;
+
+	rc |= misuse_refused(d, "closeRecv of a send comm", d->api.close_recv(p->send));
+	rc |= misuse_refused(d, "test of a junk request", d->api.test(junk, &done, NULL));
+	rc |= misuse_refused(d, "deregMr of a junk handle", d->api.dereg_mr(p->send, junk));
+	NET_CALL(d->api.reg_mr(p->send, buf, sizeof(buf), HNCCL_PTR_HOST, &mh));
+	NET_CALL(d->api.dereg_mr(p->send, mh));
+	rc |= misuse_refused(d, "deregMr twice", d->api.dereg_mr(p->send, mh));
+	rc |= misuse_refused(d, "isend with a deregistered memory handle",
+			     d->api.isend(p->send, buf, 8, 1, mh, NULL, &req));
+	if (req) {
+		fail("isend with a deregistered memory handle gave a request");
+		rc = -1;
+	}
+	return rc ? -1 : 0;
+}
+
+/* And on comms NCCL closed already: closing again, sending on one, testing a stale request. */
+static int check_misuse_closed(struct drv *d, void *send, void *recv, void *listen)
+{
+	static unsigned char buf[4096];
+	void *req = NULL;
+	int rc = 0;
+
+	rc |= misuse_refused(d, "closeSend twice", d->api.close_send(send));
+	rc |= misuse_refused(d, "closeRecv twice", d->api.close_recv(recv));
+	if (listen) { /* some scenarios close it as soon as they have accepted */
+		rc |= misuse_refused(d, "closeListen twice", d->api.close_listen(listen));
+	}
+	rc |= misuse_refused(d, "isend on a closed send comm",
+			     d->api.isend(send, buf, 8, 1, NULL, NULL, &req));
+	return rc ? -1 : 0;
+}
+
 static int set_net_attr_hint(struct drv *d)
 {
 	struct hnccl_net_attr attr = {
@@ -1231,7 +1287,15 @@ static int scenario_basic(struct drv *d, double deadline)
 		return -1;
 	}
 	rc = exchange(d, p, 0, 1, &shape, deadline);
+	if (!rc && check_misuse_open(d, &p[0])) {
+		rc = -1;
+	}
+	void *send = p[0].send, *recv = p[0].recv, *listen = p[0].listen;
+
 	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	if (!rc && check_misuse_closed(d, send, recv, listen)) {
 		rc = -1;
 	}
 	return rc;
