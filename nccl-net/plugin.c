@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,12 +350,22 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
  * Every comm, memory registration and pending request this plugin handed to NCCL, so that a
  * handle NCCL passes back is looked up before it is used: a stale one (closed twice, deregistered
  * twice, a request already completed) or a junk one gets an error naming it, not a crash or a
- * use of freed memory. An open-addressing set of pointers, grown as needed, under its own lock.
+ * use of freed memory. An open-addressing set of pointers: lookups (every test(), isend, irecv)
+ * take no lock; adding and removing take live.lock. A table outgrown stays allocated until the
+ * plugin is unloaded, so that a lookup still reading it never reads freed memory (each is half
+ * the size of the next: all of them together stay under twice the last).
  */
+struct live_table {
+	size_t cap;
+	_Atomic uintptr_t slot[]; /* 0: empty, 1: deleted, else a pointer */
+};
+
 static struct {
 	pthread_mutex_t lock;
-	uintptr_t *slot; /* 0: empty, 1: deleted */
-	size_t cap, used; /* used counts deleted slots too */
+	struct live_table *_Atomic table;
+	struct live_table *retired[48];
+	int nretired;
+	size_t used; /* slots not empty, deleted ones included */
 } live = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static size_t live_hash(uintptr_t p, size_t cap)
@@ -362,56 +373,68 @@ static size_t live_hash(uintptr_t p, size_t cap)
 	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
 }
 
-/* Under live.lock: the slot holding p, or the empty slot where it would go. */
-static size_t live_find(uintptr_t p)
+/* The slot holding p, or (writers) the deleted or empty slot where it would go. */
+static size_t live_find(struct live_table *t, uintptr_t p)
 {
-	size_t i = live_hash(p, live.cap), tomb = SIZE_MAX;
+	size_t i = live_hash(p, t->cap), tomb = SIZE_MAX;
+	uintptr_t v;
 
-	while (live.slot[i] && live.slot[i] != p) {
-		if (live.slot[i] == 1 && tomb == SIZE_MAX) {
+	while ((v = atomic_load_explicit(&t->slot[i], memory_order_acquire)) && v != p) {
+		if (v == 1 && tomb == SIZE_MAX) {
 			tomb = i;
 		}
-		i = (i + 1) & (live.cap - 1);
+		i = (i + 1) & (t->cap - 1);
 	}
-	return live.slot[i] == p || tomb == SIZE_MAX ? i : tomb;
+	return v == p || tomb == SIZE_MAX ? i : tomb;
 }
 
+/* Under live.lock: a table twice the size (or the first), the old one retired. */
 static bool live_grow(void)
 {
-	size_t cap = live.cap ? live.cap * 2 : 1024, old_cap = live.cap, i;
-	uintptr_t *old = live.slot;
+	struct live_table *old = atomic_load_explicit(&live.table, memory_order_relaxed), *t;
+	size_t cap = old ? old->cap * 2 : 1024, i;
 
-	live.slot = calloc(cap, sizeof(*live.slot));
-	if (!live.slot) {
-		live.slot = old;
+	if (live.nretired == (int)(sizeof(live.retired) / sizeof(live.retired[0]))) {
 		return false;
 	}
-	live.cap = cap;
+	t = calloc(1, sizeof(*t) + cap * sizeof(t->slot[0]));
+	if (!t) {
+		return false;
+	}
+	t->cap = cap;
 	live.used = 0;
-	for (i = 0; i < old_cap; i++) {
-		if (old[i] > 1) {
-			live.slot[live_find(old[i])] = old[i];
+	for (i = 0; old && i < old->cap; i++) {
+		uintptr_t v = atomic_load_explicit(&old->slot[i], memory_order_relaxed);
+
+		if (v > 1) {
+			atomic_store_explicit(&t->slot[live_find(t, v)], v, memory_order_relaxed);
 			live.used++;
 		}
 	}
-	free(old);
+	atomic_store_explicit(&live.table, t, memory_order_release);
+	if (old) {
+		live.retired[live.nretired++] = old;
+	}
 	return true;
 }
 
 static bool live_add(const void *p)
 {
+	struct live_table *t;
 	bool ok = true;
 
 	pthread_mutex_lock(&live.lock);
-	if ((live.used + 1) * 2 > live.cap) {
+	t = atomic_load_explicit(&live.table, memory_order_relaxed);
+	if (!t || (live.used + 1) * 2 > t->cap) {
 		ok = live_grow();
+		t = atomic_load_explicit(&live.table, memory_order_relaxed);
 	}
 	if (ok) {
-		size_t i = live_find((uintptr_t)p);
+		size_t i = live_find(t, (uintptr_t)p);
 
-		if (live.slot[i] != (uintptr_t)p) {
-			live.used += live.slot[i] == 0;
-			live.slot[i] = (uintptr_t)p;
+		if (atomic_load_explicit(&t->slot[i], memory_order_relaxed) != (uintptr_t)p) {
+			live.used += atomic_load_explicit(&t->slot[i], memory_order_relaxed) == 0;
+			atomic_store_explicit(&t->slot[i], (uintptr_t)p, memory_order_release);
 		}
 	}
 	pthread_mutex_unlock(&live.lock);
@@ -421,15 +444,17 @@ static bool live_add(const void *p)
 /* true when p was there (and is gone now) */
 static bool live_del(const void *p)
 {
+	struct live_table *t;
 	bool found = false;
 
 	pthread_mutex_lock(&live.lock);
-	if (p && live.cap) {
-		size_t i = live_find((uintptr_t)p);
+	t = atomic_load_explicit(&live.table, memory_order_relaxed);
+	if (p && t) {
+		size_t i = live_find(t, (uintptr_t)p);
 
-		found = live.slot[i] == (uintptr_t)p;
+		found = atomic_load_explicit(&t->slot[i], memory_order_relaxed) == (uintptr_t)p;
 		if (found) {
-			live.slot[i] = 1;
+			atomic_store_explicit(&t->slot[i], 1, memory_order_release);
 		}
 	}
 	pthread_mutex_unlock(&live.lock);
@@ -438,22 +463,24 @@ static bool live_del(const void *p)
 
 static bool live_has(const void *p)
 {
-	bool found = false;
+	struct live_table *t = atomic_load_explicit(&live.table, memory_order_acquire);
 
-	pthread_mutex_lock(&live.lock);
-	if (p && live.cap) {
-		found = live.slot[live_find((uintptr_t)p)] == (uintptr_t)p;
+	if (!p || !t) {
+		return false;
 	}
-	pthread_mutex_unlock(&live.lock);
-	return found;
+	return atomic_load_explicit(&t->slot[live_find(t, (uintptr_t)p)], memory_order_acquire) ==
+	       (uintptr_t)p;
 }
 
-/* NCCL unloads the plugin at the end: the set goes with it (whatever NCCL left registered) */
+/* NCCL unloads the plugin at the end: the tables go with it (whatever NCCL left registered) */
 __attribute__((destructor)) static void live_free(void)
 {
-	free(live.slot);
-	live.slot = NULL;
-	live.cap = live.used = 0;
+	free(atomic_load_explicit(&live.table, memory_order_relaxed));
+	atomic_store_explicit(&live.table, NULL, memory_order_relaxed);
+	while (live.nretired) {
+		free(live.retired[--live.nretired]);
+	}
+	live.used = 0;
 }
 
 static const char *kind_name(enum hp_comm_kind kind)
