@@ -24,6 +24,10 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 			return 0;
 		}
 		if (n <= 0) {
+			/* the socket's own reason: ETIMEDOUT when keepalive or the user timeout
+			 * gave up on a peer host that went silent (PROTOCOL.md), else a reset */
+			int err = n < 0 && errno == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET;
+
 			if (c->peer_closed) {
 				pr_info("conn %u: peer %s closed the connection", c->id,
 					inet_ntoa((struct in_addr){ c->path.dst_ip }));
@@ -33,8 +37,8 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 				       c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
 				       n == 0 ? "end of file" : strerror(errno));
 			}
-			conn_fail(c, -ECONNRESET);
-			return -ECONNRESET;
+			conn_fail(c, err);
+			return err;
 		}
 		if (n < (ssize_t)sizeof(m)) {
 			return 0; /* the rest is on its way */
