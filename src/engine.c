@@ -225,7 +225,10 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		return;
 	}
 	c = e->by_slot[p.h.conn_id & (HARP_MAX_CONNS - 1)];
+	/* the addresses too: a frame of ours reflected back at us (its conn_id is the peer's,
+	 * which may equal one of ours, and its token is the session's) is not the peer's */
 	if (!c || c->id != p.h.conn_id || c->token != p.h.token ||
+	    p.src_ip != c->path.dst_ip || p.dst_ip != c->path.src_ip ||
 	    atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		if (p.h.type == HARP_PKT_PROBE) {
 			/* a port pair that hashes to this queue, not the connection's: the prober
