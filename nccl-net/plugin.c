@@ -80,6 +80,11 @@ struct hp_comm {
 	struct hp_req reqs[];
 };
 
+/* Bytes of every comm, a power of two, and its alignment (req_live finds a comm from a request) */
+#define HP_COMM_BYTES 32768
+_Static_assert(sizeof(struct hp_comm) + HP_REQS * sizeof(struct hp_req) <= HP_COMM_BYTES,
+	       "a comm and its requests fit HP_COMM_BYTES");
+
 /* What a send comm keeps in the handle's tail (bytes harp does not own) while it connects. */
 struct hp_stage {
 	uint32_t magic;
@@ -347,15 +352,17 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
 /* ---- handles NCCL holds -------------------------------------------------------------------------- */
 
 /*
- * Every comm, memory registration and pending request this plugin handed to NCCL, so that a
- * handle NCCL passes back is looked up before it is used: a stale one (closed twice, deregistered
- * twice, a request already completed) or a junk one gets an error naming it, not a crash or a
- * use of freed memory. An open-addressing set of pointers: lookups (every test(), isend, irecv)
- * take no lock; adding and removing take live.lock. A table outgrown stays allocated until the
- * plugin is unloaded, so that a lookup still reading it never reads freed memory (each is half
- * the size of the next: all of them together stay under twice the last).
+ * Every comm and memory registration this plugin handed to NCCL, so that a handle NCCL passes
+ * back is looked up before it is used: a stale one (closed twice, deregistered twice) or a junk
+ * one gets an error naming it, not a crash or a use of freed memory. (A request is checked
+ * through its comm: req_live.) An open-addressing set of pointers: lookups (every isend, irecv,
+ * test()) take no lock; adding and removing, which only opening and closing do, take live.lock.
+ * A table replaced (grown, or rebuilt without its deleted slots) stays allocated until the plugin
+ * is unloaded, so that a lookup still reading it never reads freed memory; one is replaced per
+ * cap / 2 opens and closes at most.
  */
 struct live_table {
+	struct live_table *retired; /* the one this replaced */
 	size_t cap;
 	_Atomic uintptr_t slot[]; /* 0: empty, 1: deleted, else a pointer */
 };
@@ -363,9 +370,8 @@ struct live_table {
 static struct {
 	pthread_mutex_t lock;
 	struct live_table *_Atomic table;
-	struct live_table *retired[48];
-	int nretired;
-	size_t used; /* slots not empty, deleted ones included */
+	size_t used;  /* slots not empty, deleted ones included */
+	size_t count; /* pointers in the set */
 } live = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static size_t live_hash(uintptr_t p, size_t cap)
@@ -388,15 +394,15 @@ static size_t live_find(struct live_table *t, uintptr_t p)
 	return v == p || tomb == SIZE_MAX ? i : tomb;
 }
 
-/* Under live.lock: a table twice the size (or the first), the old one retired. */
-static bool live_grow(void)
+/*
+ * Under live.lock: a new table without deleted slots, twice the size when the set fills a
+ * quarter of the old one (or the first); the old one retired.
+ */
+static bool live_rebuild(void)
 {
 	struct live_table *old = atomic_load_explicit(&live.table, memory_order_relaxed), *t;
-	size_t cap = old ? old->cap * 2 : 1024, i;
+	size_t cap = !old ? 1024 : live.count * 4 > old->cap ? old->cap * 2 : old->cap, i;
 
-	if (live.nretired == (int)(sizeof(live.retired) / sizeof(live.retired[0]))) {
-		return false;
-	}
 	t = calloc(1, sizeof(*t) + cap * sizeof(t->slot[0]));
 	if (!t) {
 		return false;
@@ -411,10 +417,8 @@ static bool live_grow(void)
 			live.used++;
 		}
 	}
+	t->retired = old;
 	atomic_store_explicit(&live.table, t, memory_order_release);
-	if (old) {
-		live.retired[live.nretired++] = old;
-	}
 	return true;
 }
 
@@ -426,14 +430,16 @@ static bool live_add(const void *p)
 	pthread_mutex_lock(&live.lock);
 	t = atomic_load_explicit(&live.table, memory_order_relaxed);
 	if (!t || (live.used + 1) * 2 > t->cap) {
-		ok = live_grow();
+		ok = live_rebuild();
 		t = atomic_load_explicit(&live.table, memory_order_relaxed);
 	}
 	if (ok) {
 		size_t i = live_find(t, (uintptr_t)p);
+		uintptr_t was = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
 
-		if (atomic_load_explicit(&t->slot[i], memory_order_relaxed) != (uintptr_t)p) {
-			live.used += atomic_load_explicit(&t->slot[i], memory_order_relaxed) == 0;
+		if (was != (uintptr_t)p) {
+			live.used += was == 0;
+			live.count++;
 			atomic_store_explicit(&t->slot[i], (uintptr_t)p, memory_order_release);
 		}
 	}
@@ -455,6 +461,7 @@ static bool live_del(const void *p)
 		found = atomic_load_explicit(&t->slot[i], memory_order_relaxed) == (uintptr_t)p;
 		if (found) {
 			atomic_store_explicit(&t->slot[i], 1, memory_order_release);
+			live.count--;
 		}
 	}
 	pthread_mutex_unlock(&live.lock);
@@ -475,12 +482,14 @@ static bool live_has(const void *p)
 /* NCCL unloads the plugin at the end: the tables go with it (whatever NCCL left registered) */
 __attribute__((destructor)) static void live_free(void)
 {
-	free(atomic_load_explicit(&live.table, memory_order_relaxed));
+	struct live_table *t = atomic_load_explicit(&live.table, memory_order_relaxed), *next;
+
 	atomic_store_explicit(&live.table, NULL, memory_order_relaxed);
-	while (live.nretired) {
-		free(live.retired[--live.nretired]);
+	for (; t; t = next) {
+		next = t->retired;
+		free(t);
 	}
-	live.used = 0;
+	live.used = live.count = 0;
 }
 
 static const char *kind_name(enum hp_comm_kind kind)
@@ -504,16 +513,36 @@ static bool comm_ok(const struct hp_comm *c, enum hp_comm_kind kind, const char 
 	return true;
 }
 
+/*
+ * request, if it is a pending request of an open comm; NULL for anything else. A comm lies on a
+ * boundary of HP_COMM_BYTES, so the comm a request would belong to is found from its address,
+ * and looked up, before anything is read through either.
+ */
+static struct hp_req *req_live(void *request)
+{
+	uintptr_t p = (uintptr_t)request;
+	struct hp_comm *c = (struct hp_comm *)(p & ~(uintptr_t)(HP_COMM_BYTES - 1));
+	uintptr_t first = (uintptr_t)c->reqs; /* an address, not a read */
+
+	if (!request || p < first || (p - first) % sizeof(struct hp_req) ||
+	    (p - first) / sizeof(struct hp_req) >= HP_REQS || !live_has(c) || c->kind == HP_LISTEN) {
+		return NULL;
+	}
+	return ((struct hp_req *)request)->req ? request : NULL;
+}
+
 /* ---- comms ------------------------------------------------------------------------------------ */
 
 static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 {
 	int nreqs = kind == HP_LISTEN ? 0 : HP_REQS, i;
-	struct hp_comm *c = calloc(1, sizeof(*c) + (size_t)nreqs * sizeof(struct hp_req));
+	/* on a boundary of its own size: see req_live */
+	struct hp_comm *c = aligned_alloc(HP_COMM_BYTES, HP_COMM_BYTES);
 
 	if (!c) {
 		return NULL;
 	}
+	memset(c, 0, HP_COMM_BYTES);
 	c->kind = kind;
 	c->dev = d;
 	for (i = nreqs - 1; i >= 0; i--) {
@@ -533,13 +562,6 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 
 static void comm_free(struct hp_comm *c)
 {
-	int i, n = c->kind == HP_LISTEN ? 0 : HP_REQS;
-
-	for (i = 0; i < n; i++) {
-		if (c->reqs[i].req) {
-			(void)live_del(&c->reqs[i]); /* requests still pending go with their comm */
-		}
-	}
 	(void)live_del(c);
 	pthread_mutex_lock(&g.lock);
 	if (--g.comms == 0 && g.destroy_pending) {
@@ -850,7 +872,6 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
 	}
 	r->n = 1;
-	(void)live_add(r); /* cannot grow only when out of memory: test() then says so */
 	*request = r;
 	return HNCCL_SUCCESS;
 }
@@ -885,7 +906,6 @@ hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
 	}
 	r->n = n;
-	(void)live_add(r);
 	*request = r;
 	return HNCCL_SUCCESS;
 }
@@ -909,7 +929,7 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 	int err, i, n;
 
 	*done = 0;
-	if (!live_has(r) || !r->req) {
+	if (!req_live(request)) {
 		HP_WARN("test: %p is not a pending harp request (completed already, its comm closed, "
 			"or never one)",
 			request);
@@ -921,7 +941,6 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 	}
 	/* done or failed: harp has released its request; ours goes back to its comm */
 	n = r->n;
-	(void)live_del(r);
 	req_put(r->comm, r);
 	if (err) {
 		return hp_result(err);

@@ -502,14 +502,22 @@ int harp_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 	return 0;
 }
 
-/* Drops pending set-up i (failed, timed out, or pushed out by a newer one), keeping the order. */
-static void listener_drop(struct harp_listener *l, int i, int err)
+/* Takes pending set-up i off the list, keeping the order. */
+static struct harp_conn *pending_take(struct harp_listener *l, int i)
 {
 	struct harp_conn *c = l->pending[i];
 
 	memmove(&l->pending[i], &l->pending[i + 1],
 		(size_t)(l->npending - i - 1) * sizeof(l->pending[0]));
 	l->npending--;
+	return c;
+}
+
+/* Drops pending set-up i (failed, timed out, or pushed out by a newer one). */
+static void listener_drop(struct harp_listener *l, int i, int err)
+{
+	struct harp_conn *c = pending_take(l, i);
+
 	l->dropped++;
 	/* the first few, then every 1000th: a port scan must not flood the log */
 	if (l->dropped <= 8 || l->dropped % 1000 == 0) {
@@ -573,10 +581,7 @@ int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
 			listener_drop(l, i, err);
 			continue;
 		}
-		memmove(&l->pending[i], &l->pending[i + 1],
-			(size_t)(l->npending - i - 1) * sizeof(l->pending[0]));
-		l->npending--;
-		*out = c;
+		*out = pending_take(l, i);
 		return 0;
 	}
 	return -EAGAIN;

@@ -35,6 +35,9 @@
 #include "harp_xdp.skel.h"
 #include "steer.h"
 
+_Static_assert(sizeof(((struct steer *)0)->agent_entered) / sizeof(int) == HARP_XDP_MAX_QUEUES,
+	       "a socket per queue the XDP program steers to");
+
 /* libbpf's and libxdp's messages, minus their own debug chatter, as harp debug lines. */
 static int forward_print(const char *who, bool their_debug, const char *fmt, va_list args)
 {
@@ -376,6 +379,14 @@ err:
 
 static void own_record(struct harp_queue_owner *o);
 
+/* The ENTER of queue's socket, recording this process as its holder. */
+static void enter_msg(struct harp_agent_msg *req, int queue)
+{
+	agent_msg_init(req, HARP_AGENT_ENTER);
+	req->queue = (uint32_t)queue;
+	own_record(&req->owner);
+}
+
 /*
  * The agent went away (harp-attach run starts another when it ends): connects to the new one and
  * enters every queue's socket again, so that it knows us as their holder. Called with agent_lock
@@ -394,9 +405,7 @@ static int agent_reconnect(struct steer *s)
 		if (s->agent_entered[q] < 0) {
 			continue;
 		}
-		agent_msg_init(&req, HARP_AGENT_ENTER);
-		req.queue = (uint32_t)q;
-		own_record(&req.owner);
+		enter_msg(&req, q);
 		err = agent_call(fd, &req, s->agent_entered[q], &resp);
 		if (err || resp.status) {
 			pr_err("steer: the node agent at %s, connected again, would not enter queue %d: "
@@ -411,7 +420,6 @@ static int agent_reconnect(struct steer *s)
 	}
 	close(s->agent_fd);
 	s->agent_fd = fd;
-	s->agent_reconnects++;
 	pr_warn("steer: the node agent at %s went away and came back (restarted); connected to it "
 		"again and entered %d queue socket(s)",
 		s->agent_path, n);
@@ -752,9 +760,7 @@ int steer_enter(struct steer *s, int queue, int fd)
 
 	if (s->agent_fd >= 0) {
 		/* the agent records us as the queue's holder as it enters the socket */
-		agent_msg_init(&req, HARP_AGENT_ENTER);
-		req.queue = (uint32_t)queue;
-		own_record(&req.owner);
+		enter_msg(&req, queue);
 		snprintf(what, sizeof(what), "enter the socket of queue %d", queue);
 		err = agent_ask(s, &req, fd, &resp, what);
 		if (!err && queue >= 0 && queue < (int)ARRAY_SIZE(s->agent_entered)) {

@@ -27,8 +27,7 @@ struct steer {
 	 * socket of each queue entered through it (-1: none) */
 	char agent_path[108];
 	char agent_ifname[16];
-	int agent_entered[64];
-	unsigned agent_reconnects;
+	int agent_entered[64]; /* HARP_XDP_MAX_QUEUES (steer.c checks) */
 };
 
 /*

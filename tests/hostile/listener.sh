@@ -47,19 +47,13 @@ for kind in garbage nonce partial slowloris oversized reset many; do
 		--handle-file "$d/handle" --sizes 0,4095,1M --timeout 60 >"$d/server.out" 2>"$d/server.err"
 	srv=$spawned_pid
 	pids+=("$srv")
-	for _ in $(seq 100); do
-		[[ -s $d/handle ]] && break
-		sleep 0.1
-	done
+	wait_until 100 test -s "$d/handle" || true
 	[[ -s $d/handle ]] || { report "$kind: the server wrote no handle"; continue; }
 	spawn_bounded 90 ip netns exec "$ns_a" python3 "$here/control_attack.py" "$kind" "$d/handle" \
 		"$d/ready" "$d/stop"
 	att=$spawned_pid
 	pids+=("$att")
-	for _ in $(seq 200); do
-		[[ -e $d/ready ]] && break
-		sleep 0.1
-	done
+	wait_until 200 test -e "$d/ready" || true
 	[[ -e $d/ready ]] || report "$kind: the attack did not get going"
 	t0=$(date +%s%N)
 	rc_c=0

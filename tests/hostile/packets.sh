@@ -40,10 +40,7 @@ spawn_bounded 120 ip netns exec "${ns_r[0]}" env HARP_IFNAME="${if_r[0]}" "$xfer
 	--timeout 100 >"$tmp/server.out" 2>"$tmp/server.err"
 srv=$spawned_pid
 pids+=("$srv")
-for _ in $(seq 100); do
-	[[ -s $tmp/handle ]] && break
-	sleep 0.1
-done
+wait_until 100 test -s "$tmp/handle" || true
 spawn_bounded 120 ip netns exec "${ns_r[1]}" env HARP_IFNAME="${if_r[1]}" "$xfer" client \
 	--ifname "${if_r[1]}" --handle-file "$tmp/handle" --conns 2 --bidir --total 3G \
 	--timeout 100 >"$tmp/client.out" 2>"$tmp/client.err"

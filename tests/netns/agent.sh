@@ -81,10 +81,7 @@ for side in a b; do
 		--agent "$agent" --agent-socket "$tmp/agent-$side.sock" >>"$tmp/agent-$side.log" 2>&1
 	run_pid[$side]=$spawned_pid
 	pids+=("$spawned_pid")
-	for _ in $(seq 150); do
-		grep -q "harp-attach: run: harp is up on .*serving $tmp/agent-$side.sock" "$tmp/agent-$side.log" && break
-		sleep 0.1
-	done
+	wait_until 150 grep -q "harp-attach: run: harp is up on .*serving $tmp/agent-$side.sock" "$tmp/agent-$side.log" || true
 	[[ -S $tmp/agent-$side.sock ]] || { report "run on $side: no agent listens"; cat "$tmp/agent-$side.log"; exit 1; }
 	grep '^harp-attach: up:' "$tmp/agent-$side.log" | sed 's/^/agent: /'
 done
@@ -127,10 +124,7 @@ spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
 	--handle-file "$tmp/handle" --timeout 20 >"$tmp/holder.out" 2>"$tmp/holder.err"
 holder=$spawned_pid
 pids+=("$holder")
-for _ in $(seq 100); do
-	[[ -s $tmp/handle ]] && break
-	sleep 0.1
-done
+wait_until 100 test -s "$tmp/handle" || true
 rc=0
 run_bounded 30 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
 	--handle-file "$tmp/handle2" --timeout 5 >"$tmp/second.out" 2>"$tmp/second.err" || rc=$?
@@ -143,19 +137,13 @@ if ((rc == 0)) || [[ $line != *"taken by"*harp-xfer* ]]; then
 fi
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
-for _ in $(seq 50); do
-	grep -q "its records are gone" "$tmp/agent-b.log" && break
-	sleep 0.1
-done
+wait_until 50 grep -q "its records are gone" "$tmp/agent-b.log" || true
 rm -f "$tmp/handle"
 spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
 	--handle-file "$tmp/handle" --timeout 20 >"$tmp/after.out" 2>"$tmp/after.err"
 after=$spawned_pid
 pids+=("$after")
-for _ in $(seq 100); do
-	[[ -s $tmp/handle ]] && break
-	sleep 0.1
-done
+wait_until 100 test -s "$tmp/handle" || true
 [[ -s $tmp/handle ]] || { report "taken: queue 0 was not free again after its holder ended"; tail -n 5 "$tmp/after.err"; }
 kill "$after" 2>/dev/null || true
 wait "$after" 2>/dev/null || true
@@ -213,10 +201,7 @@ spawn_bounded 60 "${in_b[@]}" HARP_QUEUES=1-1 "$xfer" server --ifname "$if_b" \
 	--handle-file "$tmp/handle" --timeout 20 >"$tmp/last.out" 2>"$tmp/last.err"
 last=$spawned_pid
 pids+=("$last")
-for _ in $(seq 100); do
-	[[ -s $tmp/handle ]] && break
-	sleep 0.1
-done
+wait_until 100 test -s "$tmp/handle" || true
 [[ -s $tmp/handle ]] || { report "bad_client: the agent no longer serves"; tail -n 5 "$tmp/last.err" "$tmp/agent-b.log"; }
 kill "$last" 2>/dev/null || true
 wait "$last" 2>/dev/null || true
@@ -228,10 +213,7 @@ spawn_bounded 60 nsenter --net="/run/netns/$ns_b" "$agent" --socket "$tmp/agent-
 	--pin-root "$pins" --allow-uid 1001 2>"$tmp/agent-u.log"
 uagent=$spawned_pid
 pids+=("$uagent")
-for _ in $(seq 50); do
-	[[ -S $tmp/agent-u.sock ]] && break
-	sleep 0.1
-done
+wait_until 50 test -S "$tmp/agent-u.sock" || true
 uid_client() {
 	setpriv --reuid="$1" --regid="$1" --clear-groups /usr/bin/python3 - "$2" "$if_b" 2>&1 <<'PY' || true
 import socket, struct, sys
@@ -273,18 +255,12 @@ spawn_bounded 90 "${in_b[@]}" HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
 	2>"$tmp/survivor.err"
 survivor=$spawned_pid
 pids+=("$survivor")
-for _ in $(seq 100); do
-	[[ -s $tmp/handle ]] && break
-	sleep 0.1
-done
+wait_until 100 test -s "$tmp/handle" || true
 apid=$(sed -n 's/^harp-attach: run: harp is up on .*node agent (pid \([0-9]*\)).*/\1/p' "$tmp/agent-b.log")
 if [[ ! -s $tmp/handle || -z $apid ]] || ! kill -KILL "$apid" 2>/dev/null; then
 	report "restart: no waiting server, or no agent pid in run's line"
 else
-	for _ in $(seq 50); do
-		grep -q "serving $tmp/agent-b.sock again" "$tmp/agent-b.log" && break
-		sleep 0.1
-	done
+	wait_until 50 grep -q "serving $tmp/agent-b.sock again" "$tmp/agent-b.log" || true
 	grep "ended with status\|serving .* again" "$tmp/agent-b.log" | sed 's/^/agent: restart: /'
 	grep -q "node agent (pid $apid) ended with status 137; starting it again" "$tmp/agent-b.log" ||
 		report "restart: run did not see its agent end"
@@ -306,10 +282,7 @@ else
 		--handle-file "$tmp/handle" --timeout 20 >"$tmp/restarted.out" 2>"$tmp/restarted.err"
 	last=$spawned_pid
 	pids+=("$last")
-	for _ in $(seq 100); do
-		[[ -s $tmp/handle ]] && break
-		sleep 0.1
-	done
+	wait_until 100 test -s "$tmp/handle" || true
 	if [[ ! -s $tmp/handle ]] || ! grep -q 'using the node agent at' "$tmp/restarted.err"; then
 		report "restart: the new agent does not serve a new process"
 		tail -n 5 "$tmp/restarted.err"

@@ -12,6 +12,7 @@
 #   hop_fabric FLOW AGG BUCKETS PPM  a cloud-like fabric on M (see hop_fabric)
 #   topo_cleanup           removes whatever topo_* made (safe to call twice, or with nothing made)
 #   run_bounded SEC CMD... runs CMD, killing it after SEC seconds (exit 124 then)
+#   wait_until TRIES CMD... CMD every 0.1 s until it succeeds, at most TRIES times
 #   spawn_bounded SEC CMD... the same in the background; spawned_pid is timeout's PID, so killing
 #                          it stops CMD too (never background a function with &: $! would be a
 #                          subshell, and killing that leaves CMD running)
@@ -65,6 +66,18 @@ run_bounded() {
 	local sec=$1
 	shift
 	timeout --kill-after=5 "$sec" "$@"
+}
+
+# wait_until TRIES CMD...: runs CMD every 0.1 s until it succeeds, TRIES times at most; CMD's
+# last status.
+wait_until() {
+	local tries=$1 i
+	shift
+	for ((i = 1; ; i++)); do
+		"$@" && return 0
+		((i < tries)) || return 1
+		sleep 0.1
+	done
 }
 
 # shellcheck disable=SC2034 # read by the scripts that source this file
