@@ -15,6 +15,7 @@
 #include <xdp/libxdp.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "control.h"
 
 struct harp_mr {
@@ -87,6 +88,10 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 	rc = params_validate(p, err, sizeof(err));
 	if (rc) {
 		goto bad;
+	}
+	if (p->auth && auth_load(err, sizeof(err))) {
+		pr_err("%s", err); /* now, not at the first connection */
+		return -ENOENT;
 	}
 	if (!p->ifname[0]) {
 		pr_err("no interface: set HARP_IFNAME (or harp_ctx_opts.ifname) to the interface "
@@ -703,6 +708,7 @@ int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
 	st->paths = c->paths_live;
 	st->srtt_us = c->rtt.srtt_us;
 	st->rto_us = c->rtt.rto_us;
+	st->auth = c->auth ? auth_algorithm(c->auth) : NULL;
 	return 0;
 }
 

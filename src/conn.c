@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "conn.h"
 
 #define RTO_INIT_US 20000
@@ -81,6 +82,7 @@ void conn_free(struct harp_conn *c)
 	if (!c) {
 		return;
 	}
+	auth_free(c->auth);
 	table_free(c->txq, CONN_TXQ * sizeof(*c->txq));
 	table_free(c->rtxq, CONN_TXQ * sizeof(*c->rtxq));
 	table_free(c->cts, CONN_RECV_SLOTS * sizeof(*c->cts));

@@ -184,6 +184,7 @@ struct harp_conn {
 	uint64_t token;
 	struct wire_path path;
 	uint32_t payload_max;
+	struct harp_auth *auth; /* HARP_AUTH: its keys; NULL: frames carry no MAC */
 	int ctrl_fd; /* the TCP control connection */
 	bool is_listener_side;
 

@@ -24,13 +24,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "control.h"
 
 #define HANDLE_MAGIC 0x48415250u /* "HARP" */
 #define HANDLE_VERSION 1
 /* 2: paths found by probing; 3: a frame may carry several records; 4: small sends may go
- * unsolicited */
-#define HELLO_VERSION 4
+ * unsolicited; 5: X25519 keys for HARP_AUTH (96 bytes) */
+#define HELLO_VERSION 5
 
 /* What a harp_handle holds; the rest of its 128 bytes are zero. */
 struct handle_wire {
@@ -65,9 +66,12 @@ struct hello {
 	uint16_t mtu;
 	uint16_t refuse_errno;
 	uint16_t port_count; /* with udp_port: the sender's UDP range, where its probes may land */
-	uint8_t reserved[22];
+	uint8_t auth;	     /* AUTH_F_*; HELLO_OK: AUTH_F_WANT says the connection runs it */
+	uint8_t reserved[21];
+	uint8_t auth_pk[AUTH_PUBKEY_BYTES]; /* with AUTH_F_KEY: an X25519 public key */
 };
-_Static_assert(sizeof(struct hello) == 64, "hello is 64 bytes");
+_Static_assert(sizeof(struct hello) == 96, "hello is 96 bytes");
+#define AUTH_F_KEY 0x04 /* auth_pk holds a key */
 
 enum setup_step {
 	STEP_TCP_CONNECT = 1,
@@ -85,6 +89,8 @@ struct ctrl_setup {
 	struct hello out, in;
 	size_t out_done, in_done;
 	int queue;
+	struct auth_keypair kp; /* HARP_AUTH: this side's pair for the connection */
+	uint8_t auth_flags;	/* what this side's hellos say (AUTH_F_*) */
 	char peer_name[INET_ADDRSTRLEN + 8];
 	char why[192]; /* why it failed, for the listener's line about dropping it */
 };
@@ -285,6 +291,63 @@ static void hello_fill(struct harp_conn *c, struct hello *h, enum hello_type typ
 	h->port_count = htons((uint16_t)ctx->params.port_count);
 	h->queue = htons((uint16_t)queue);
 	h->mtu = htons((uint16_t)ctx->ip_mtu);
+	h->auth = c->setup->auth_flags;
+	if (h->auth & AUTH_F_KEY) {
+		memcpy(h->auth_pk, c->setup->kp.pk, sizeof(h->auth_pk));
+	}
+}
+
+/* ---- HARP_AUTH: both ends must ask for it; the keys come with the hellos ---- */
+
+/* Both: this side's key pair, and the flags its hellos carry. */
+static int auth_prepare(struct harp_conn *c)
+{
+	struct ctrl_setup *s = c->setup;
+
+	if (!c->ctx->params.auth) {
+		return 0;
+	}
+	if (auth_load(s->why, sizeof(s->why))) {
+		pr_err("setup with %s: %s", s->peer_name, s->why);
+		return -ENOENT;
+	}
+	auth_keypair(&s->kp);
+	s->auth_flags = AUTH_F_WANT | AUTH_F_KEY | (auth_has_aes() ? AUTH_F_AES : 0);
+	return 0;
+}
+
+/*
+ * Checks the peer's half against this side's and, when the connection runs HARP_AUTH, derives
+ * its keys. Every frame then carries a trailer, so a payload holds that much less.
+ */
+static int auth_agree(struct harp_conn *c, const struct hello *h)
+{
+	struct ctrl_setup *s = c->setup;
+	bool want = c->ctx->params.auth, peer = h->auth & AUTH_F_WANT;
+	int err = 0;
+
+	if (want != peer) {
+		setup_fail(c, "HARP_AUTH is %d on this side and %d on the peer: set one value on "
+			   "every rank", want, peer);
+		return -EKEYREJECTED;
+	}
+	if (!want) {
+		return 0;
+	}
+	if (!(h->auth & AUTH_F_KEY)) {
+		setup_fail(c, "the peer asked for HARP_AUTH but sent no key");
+		return -EPROTO;
+	}
+	c->auth = auth_new(&s->kp, h->auth_pk, !c->is_listener_side,
+			   (s->auth_flags & AUTH_F_AES) && (h->auth & AUTH_F_AES), &err);
+	if (!c->auth) {
+		setup_fail(c, "HARP_AUTH: no keys from the peer's public key: %s", strerror(-err));
+		return err;
+	}
+	c->payload_max -= HARP_AUTH_TRAILER;
+	pr_debug("setup with %s: packets authenticated with %s", s->peer_name,
+		 auth_algorithm(c->auth));
+	return 0;
 }
 
 /* Moves bytes of a partial write or read; 1 when complete, 0 when more is needed, or -errno. */
@@ -327,6 +390,12 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 	if (ntohs(h->type) == HELLO_REFUSE) {
 		int err = ntohs(h->refuse_errno);
 
+		if (err == EKEYREJECTED) {
+			pr_err("setup with %s: the listener refused the connection: HARP_AUTH differs "
+			       "(%d on this side): set one value on every rank",
+			       s->peer_name, c->ctx->params.auth);
+			return -err;
+		}
 		pr_err("setup with %s: the listener refused the connection: %s", s->peer_name,
 		       strerror(err));
 		return err ? -err : -ECONNREFUSED;
@@ -429,6 +498,10 @@ static int step_connector(struct harp_conn *c)
 		if (err) {
 			return err;
 		}
+		err = auth_prepare(c);
+		if (err) {
+			return err;
+		}
 		hello_fill(c, &s->out, HELLO_REQ, c->ctx->nengines);
 		s->step = STEP_SEND_HELLO;
 		/* fall through */
@@ -455,6 +528,10 @@ static int step_connector(struct harp_conn *c)
 			return -EPROTO;
 		}
 		apply_hello(c, &s->in);
+		err = auth_agree(c, &s->in);
+		if (err) {
+			return err;
+		}
 		s->step = STEP_RESOLVE;
 		/* fall through */
 	case STEP_RESOLVE:
@@ -498,6 +575,14 @@ static int step_acceptor(struct harp_conn *c)
 			s->queue %= ntohs(s->in.queue) ? ntohs(s->in.queue) : 1;
 		}
 		apply_hello(c, &s->in);
+		err = auth_prepare(c);
+		if (!err) {
+			err = auth_agree(c, &s->in);
+		}
+		if (err) {
+			refuse(c, err);
+			return err;
+		}
 		s->step = STEP_RESOLVE;
 		/* fall through */
 	case STEP_RESOLVE:
@@ -569,6 +654,9 @@ void ctrl_conn_destroy(struct harp_conn *c)
 {
 	char unread[256];
 
+	if (c->setup) {
+		explicit_bzero(&c->setup->kp, sizeof(c->setup->kp)); /* a failed set-up's secret */
+	}
 	free(c->setup);
 	c->setup = NULL;
 	if (c->ctrl_fd >= 0) {

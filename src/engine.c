@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "engine.h"
 
 #define RX_BATCH 64
@@ -239,6 +240,13 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		e->stats.rx_unknown_conn++;
 		return;
 	}
+	/* HARP_AUTH: nothing of a frame is applied before its MAC holds; a connection without it
+	 * takes no frame that has one (and the reverse) */
+	if (unlikely(!c->auth != !p.trailer) ||
+	    (c->auth && !auth_check(c->auth, p.records, p.records_len, p.trailer))) {
+		e->stats.rx_bad_auth++;
+		return;
+	}
 	if (p.h.type == HARP_PKT_PROBE) {
 		/* this port pair reaches the connection's engine: tell the prober */
 		e->stats.rx_probes++;
@@ -327,8 +335,20 @@ static void tx_seal(struct tx_batch *b, struct xsk_port *p)
 	path = c->path;
 	path.src_port = b->src_port;
 	path.dst_port = b->dst_port;
-	xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len =
-		wire_seal(b->frame, &path, b->records, c->ip_id++);
+	if (c->auth) {
+		/* the first record names the trailer; the MAC covers every record, and stands in
+		 * for the UDP checksum */
+		uint8_t *records = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+		uint16_t trailer = htons(HARP_AUTH_TRAILER);
+
+		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
+		auth_seal(c->auth, records, b->records);
+		xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len = wire_seal(
+			b->frame, &path, b->records + HARP_AUTH_TRAILER, c->ip_id++, false);
+	} else {
+		xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len =
+			wire_seal(b->frame, &path, b->records, c->ip_id++, true);
+	}
 	b->open = NULL;
 }
 

@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <string.h>
+#include <stddef.h>
 
 #include "wire.h"
 
@@ -131,7 +132,8 @@ static void hdr_to_net(struct harp_hdr *n, const struct harp_hdr *h)
 	n->offset = htobe64(h->offset);
 	n->len = htons(h->len);
 	n->flags = htons(h->flags);
-	n->reserved = htonl(h->reserved);
+	n->trailer = htons(h->trailer);
+	n->reserved = htons(h->reserved);
 }
 
 static void hdr_from_net(struct harp_hdr *h, const struct harp_hdr *n)
@@ -149,7 +151,8 @@ static void hdr_from_net(struct harp_hdr *h, const struct harp_hdr *n)
 	h->offset = be64toh(n->offset);
 	h->len = ntohs(n->len);
 	h->flags = ntohs(n->flags);
-	h->reserved = ntohl(n->reserved);
+	h->trailer = ntohs(n->trailer);
+	h->reserved = ntohs(n->reserved);
 }
 
 void wire_put_record(uint8_t *record, const struct harp_hdr *h)
@@ -161,7 +164,7 @@ void wire_put_record(uint8_t *record, const struct harp_hdr *h)
 }
 
 uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
-		   uint16_t ip_id)
+		   uint16_t ip_id, bool udp_csum)
 {
 	uint8_t *ip = frame + HARP_ETH_HLEN;
 	uint8_t *udp = ip + HARP_IP4_HLEN;
@@ -187,9 +190,11 @@ uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t record
 	memcpy(udp, &path->src_port, 2);
 	memcpy(udp + 2, &path->dst_port, 2);
 	put16(udp + 4, udp_len);
-	put16(udp + 6, 0);
-	csum = udp4_csum(ip, udp, udp_len);
-	put16(udp + 6, csum ? csum : 0xffff); /* 0 means "no checksum" in IPv4 UDP */
+	put16(udp + 6, 0); /* 0 means "no checksum" in IPv4 UDP */
+	if (udp_csum) {
+		csum = udp4_csum(ip, udp, udp_len);
+		put16(udp + 6, csum ? csum : 0xffff);
+	}
 	return HARP_ETH_HLEN + HARP_IP4_HLEN + udp_len;
 }
 
@@ -197,7 +202,7 @@ uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct h
 		    uint32_t body_len, uint16_t ip_id)
 {
 	wire_put_record(frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, h);
-	return wire_seal(frame, path, HARP_HDR_LEN + body_len, ip_id);
+	return wire_seal(frame, path, HARP_HDR_LEN + body_len, ip_id, true);
 }
 
 static const char *const wire_err_names[WIRE_ERR_MAX] = {
@@ -213,6 +218,7 @@ static const char *const wire_err_names[WIRE_ERR_MAX] = {
 	[WIRE_ERR_TYPE] = "unknown harp packet type",
 	[WIRE_ERR_LEN] = "bad harp length",
 	[WIRE_ERR_BUNDLE] = "bad record in a bundle",
+	[WIRE_ERR_TRAILER] = "bad trailer",
 };
 
 const char *wire_err_name(enum wire_err e)
@@ -291,6 +297,9 @@ static enum wire_err check_records(const uint8_t *at, uint32_t len, struct wire_
 		    h.type == HARP_PKT_PROBE || p->h.type == HARP_PKT_PROBE) {
 			return WIRE_ERR_BUNDLE;
 		}
+		if (h.trailer) {
+			return WIRE_ERR_TRAILER; /* only the first record names it */
+		}
 	}
 	return WIRE_OK;
 }
@@ -314,7 +323,8 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 {
 	const uint8_t *ip, *udp;
 	uint32_t l3_off = HARP_ETH_HLEN;
-	uint16_t ethertype, ip_len, udp_len, csum;
+	uint16_t ethertype, ip_len, udp_len, csum, trailer;
+	uint32_t records_len;
 
 	if (len < HARP_ETH_HLEN) {
 		return WIRE_ERR_SHORT;
@@ -362,16 +372,28 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	if (udp_len < HARP_UDP_HLEN + HARP_HDR_LEN) {
 		return WIRE_ERR_SHORT;
 	}
+	/* the first record's trailer field (bytes 60-61 of its header) says where records end */
+	trailer = get16(udp + HARP_UDP_HLEN + offsetof(struct harp_hdr, trailer));
+	if (trailer != 0 && trailer != HARP_AUTH_TRAILER) {
+		return WIRE_ERR_TRAILER;
+	}
+	if (udp_len < HARP_UDP_HLEN + HARP_HDR_LEN + trailer) {
+		return WIRE_ERR_SHORT;
+	}
+	records_len = udp_len - HARP_UDP_HLEN - trailer;
 	{
-		enum wire_err e = check_records(udp + HARP_UDP_HLEN, udp_len - HARP_UDP_HLEN, p);
+		enum wire_err e = check_records(udp + HARP_UDP_HLEN, records_len, p);
 
 		if (e != WIRE_OK) {
 			return e;
 		}
 	}
+	p->records = udp + HARP_UDP_HLEN;
+	p->records_len = records_len;
+	p->trailer = trailer ? p->records + records_len : NULL;
 	p->body = udp + HARP_UDP_HLEN + HARP_HDR_LEN;
 	p->next = p->body + p->h.len;
-	p->next_len = udp_len - HARP_UDP_HLEN - HARP_HDR_LEN - p->h.len;
+	p->next_len = records_len - HARP_HDR_LEN - p->h.len;
 	memcpy(&p->src_ip, ip + 12, 4);
 	memcpy(&p->dst_ip, ip + 16, 4);
 	memcpy(&p->src_port, udp, 2);

@@ -31,6 +31,8 @@
 #define HARP_DATA_F_UNSOL 0x0002
 /* The largest unsolicited message: what the receiver holds until its receive is posted. */
 #define HARP_UNSOL_MAX_BYTES 256
+/* An authenticated connection's frames end in a 64-bit frame counter and a 16-byte MAC. */
+#define HARP_AUTH_TRAILER 24
 /* Bytes of headers in front of a data payload. */
 #define HARP_FRAME_OVERHEAD (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 
@@ -62,7 +64,9 @@ struct harp_hdr {
 	uint64_t offset;  /* DATA: this payload's byte offset in the message */
 	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */
 	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; DATA: HARP_DATA_F_*; otherwise zero */
-	uint32_t reserved;
+	uint16_t trailer; /* first record: bytes after the frame's records (HARP_AUTH_TRAILER: a
+			   * MAC), 0: none; later records: 0 */
+	uint16_t reserved;
 } __attribute__((packed));
 _Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");
 
@@ -84,11 +88,13 @@ uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct h
  * A frame of several records, built in two steps: wire_put_record writes h (host order) at
  * record, in front of its h->len bytes of body that the caller places after it; wire_seal then
  * writes the Ethernet/IPv4/UDP headers in front of the records_len bytes of records starting at
- * frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, fills both checksums and returns the frame length.
+ * frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN (with the trailer the first record names, if any,
+ * after them), fills the IPv4 checksum and, when udp_csum, the UDP one (an authenticated frame
+ * leaves it 0: its MAC covers more), and returns the frame length.
  */
 void wire_put_record(uint8_t *record, const struct harp_hdr *h);
 uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
-		   uint16_t ip_id);
+		   uint16_t ip_id, bool udp_csum);
 
 /* Reasons a packet is refused; counted per queue. */
 enum wire_err {
@@ -104,6 +110,7 @@ enum wire_err {
 	WIRE_ERR_TYPE,	   /* unknown packet type */
 	WIRE_ERR_LEN,	   /* harp len disagrees with the UDP payload, or body bounds wrong */
 	WIRE_ERR_BUNDLE,   /* a later record of another connection, or a PROBE among records */
+	WIRE_ERR_TRAILER,  /* a trailer of a size harp does not send, or named by a later record */
 	WIRE_ERR_MAX,
 };
 const char *wire_err_name(enum wire_err e);
@@ -114,6 +121,9 @@ struct wire_pkt {
 	const uint8_t *body; /* h.len bytes */
 	const uint8_t *next; /* the frame's records after this one, already checked */
 	uint32_t next_len;   /* their bytes; 0: this was the last */
+	const uint8_t *records; /* the frame's first record */
+	uint32_t records_len;	/* bytes of all its records */
+	const uint8_t *trailer; /* h.trailer bytes after the records (first record's h), or NULL */
 	uint32_t src_ip, dst_ip;
 	uint16_t src_port, dst_port;
 	uint8_t src_mac[6];

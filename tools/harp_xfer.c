@@ -559,6 +559,8 @@ static void report(struct run *r, double secs, int rc)
 	struct harp_ctx_info info;
 	struct rusage ru;
 	uint32_t paths_min = UINT32_MAX, paths_max = 0;
+	const char *auth_name = "none";
+	int auth_conns = 0;
 	double cpu;
 	int i;
 
@@ -579,6 +581,10 @@ static void report(struct run *r, double secs, int rc)
 			sum.pings += cs.pings;
 			sum.msgs_unsolicited += cs.msgs_unsolicited;
 			sum.msgs_held += cs.msgs_held;
+			if (cs.auth) {
+				auth_conns++;
+				auth_name = cs.auth;
+			}
 			paths_min = cs.paths < paths_min ? cs.paths : paths_min;
 			paths_max = cs.paths > paths_max ? cs.paths : paths_max;
 		}
@@ -590,6 +596,7 @@ static void report(struct run *r, double secs, int rc)
 			       qs.rx_packets, i, qs.tx_packets);
 			qsum.rx_bad += qs.rx_bad;
 			qsum.rx_unknown_conn += qs.rx_unknown_conn;
+			qsum.rx_bad_auth += qs.rx_bad_auth;
 			qsum.xdp_rx_dropped += qs.xdp_rx_dropped;
 			qsum.xdp_rx_ring_full += qs.xdp_rx_ring_full;
 			qsum.xdp_rx_fill_ring_empty += qs.xdp_rx_fill_ring_empty;
@@ -630,8 +637,10 @@ static void report(struct run *r, double secs, int rc)
 	printf("tx_frames=%" PRIu64 "\ntx_bundled=%" PRIu64 "\n", qsum.tx_packets, qsum.tx_bundled);
 	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
 	       sum.msgs_held);
-	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
-	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.xdp_rx_dropped);
+	printf("auth=%s\nauth_conns=%d\n", auth_name, auth_conns);
+	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nrx_bad_auth=%" PRIu64
+	       "\nxdp_rx_dropped=%" PRIu64 "\n",
+	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.rx_bad_auth, qsum.xdp_rx_dropped);
 	printf("xdp_rx_ring_full=%" PRIu64 "\nxdp_fill_ring_empty=%" PRIu64
 	       "\ntx_ring_full=%" PRIu64 "\n",
 	       qsum.xdp_rx_ring_full, qsum.xdp_rx_fill_ring_empty, qsum.tx_ring_full);

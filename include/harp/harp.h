@@ -129,6 +129,7 @@ struct harp_queue_stats {
 	uint64_t rx_kicks;	      /* wake-ups the fill ring asked for (zero-copy drivers) */
 	uint64_t tx_kick_errors;      /* TX wake-ups that failed (each WARN line says how many) */
 	uint64_t tx_bundled;	      /* records sent in a frame another record opened */
+	uint64_t rx_bad_auth; /* HARP_AUTH: a frame of a connection whose MAC failed: dropped */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 
@@ -202,6 +203,8 @@ struct harp_conn_stats {
 	uint64_t pings;		/* liveness pings sent while requests waited on a silent peer */
 	uint64_t msgs_unsolicited; /* small sends that went before the peer's receive was known */
 	uint64_t msgs_held;	   /* such messages that arrived before our receive: held for it */
+	const char *auth;	   /* HARP_AUTH: the MAC every frame carries ("AES-256-GCM",
+				    * "ChaCha20-Poly1305"), NULL: none */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

@@ -138,7 +138,7 @@ static int seed_bundle(const char *dir, struct harp_hdr h)
 	memset(at + used + HARP_HDR_LEN, 0xa5, h.len);
 	wire_put_record(at + used, &h);
 	used += HARP_HDR_LEN + h.len;
-	return seed_frame(dir, "bundle", wire_seal(buf + 1, &seed_path, used, 7));
+	return seed_frame(dir, "bundle", wire_seal(buf + 1, &seed_path, used, 7, true));
 }
 
 int main(int argc, char **argv)

@@ -10,7 +10,13 @@ floods), then sends, each kind in turn, as fast as it can for a bounded time:
   garbage    valid Ethernet, IPv4 and UDP to harp's ports with a random body
   flood      all of the above mixed, for FLOOD_S seconds
 
-  packet_attack.py IFNAME PORT_LO PORT_HI FLOOD_S REPORT_FILE
+With "forge" (packets.sh auth: harp runs HARP_AUTH=1), first, for FORGE_S seconds, live frames
+copied and changed the moment they pass, as an on-path attacker who read the token would: DATA
+with its psn moved 1-8 ahead and its payload changed (accepted, it would put these bytes in the
+message in place of the real ones), the same with the MAC trailer stripped, and ACKs that
+acknowledge 1-64 psns more than arrived. Each must fail the receiver's MAC check.
+
+  packet_attack.py IFNAME PORT_LO PORT_HI FLOOD_S REPORT_FILE [forge]
 
 Capturing stops after 2,000 harp frames or 5 s. Writes "kind sent" lines into REPORT_FILE.
 """
@@ -23,6 +29,8 @@ import time
 
 ETH_P_ALL = 3
 HDR = 42  # Ethernet, IPv4 without options, UDP: the harp header starts here
+FORGE_S = 4
+AUTH_TRAILER = 24  # HARP_AUTH: frame counter and MAC after the records
 
 
 def checksum(data):
@@ -57,12 +65,69 @@ def garbage(template, lo, hi):
     return fix_udp(bytes(f) + udp + body)
 
 
+def is_harp(f, lo, hi):
+    if len(f) < HDR + 64 or f[12:14] != b"\x08\x00" or f[23] != 17:
+        return False
+    dport = struct.unpack_from("!H", f, 36)[0]
+    return lo <= dport <= hi and f[HDR] == 2
+
+
+def forge(f):
+    """A live frame changed as an attacker who knows the token would; None if not DATA/ACK."""
+    g = bytearray(f)
+    kind = g[HDR + 1]
+    if kind == 1 and len(g) > HDR + 64:  # DATA: psn ahead, payload changed
+        psn = struct.unpack_from("!I", g, HDR + 16)[0]
+        struct.pack_into("!I", g, HDR + 16, (psn + random.randint(1, 8)) & 0xFFFFFFFF)
+        for i in range(HDR + 64, min(len(g), HDR + 64 + 256)):
+            g[i] ^= 0x5A
+    elif kind == 2:  # ACK: more acknowledged than arrived
+        ack = struct.unpack_from("!I", g, HDR + 20)[0]
+        struct.pack_into("!I", g, HDR + 20, (ack + random.randint(1, 64)) & 0xFFFFFFFF)
+    else:
+        return None
+    trailer = struct.unpack_from("!H", g, HDR + 60)[0]
+    if trailer and random.random() < 0.5:  # and claim the frame carries no MAC at all
+        del g[len(g) - trailer:]
+        struct.pack_into("!H", g, HDR + 60, 0)
+        struct.pack_into("!H", g, 16, len(g) - 14)  # IPv4 total length
+        g[24:26] = b"\0\0"
+        struct.pack_into("!H", g, 24, checksum(bytes(g[14:34])))
+        struct.pack_into("!H", g, 38, len(g) - 34)  # UDP length
+    return fix_udp(bytes(g))
+
+
+def forge_live(s, lo, hi, seconds):
+    """Forges from frames as they pass, for a bounded time and count; returns how many sent."""
+    n, end = 0, time.time() + seconds
+    while time.time() < end and n < 200000:
+        try:
+            f, addr = s.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING or not is_harp(f, lo, hi):
+            continue  # not our own forgeries again
+        g = forge(f)
+        if g is None:
+            continue
+        try:
+            s.send(g)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
 def main():
     ifname, lo, hi, flood_s, report = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
         float(sys.argv[4]), sys.argv[5]
+    forging = len(sys.argv) > 6 and sys.argv[6] == "forge"
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((ifname, 0))
     s.settimeout(0.2)
+    sent = {}
+    if forging:
+        sent["forged"] = forge_live(s, lo, hi, FORGE_S)
     captured = []
     end = time.time() + 5
     while len(captured) < 2000 and time.time() < end:
@@ -70,10 +135,8 @@ def main():
             f = s.recv(65536)
         except socket.timeout:
             continue
-        if len(f) >= HDR + 64 and f[12:14] == b"\x08\x00" and f[23] == 17:
-            dport = struct.unpack_from("!H", f, 36)[0]
-            if lo <= dport <= hi and f[HDR] == 2:
-                captured.append(f)
+        if is_harp(f, lo, hi):
+            captured.append(f)
     if not captured:
         open(report, "w").write("captured 0\n")
         return 1
@@ -99,7 +162,7 @@ def main():
         "truncated": lambda: truncated(random.choice(captured)),
         "garbage": lambda: garbage(captured[0], lo, hi),
     }
-    sent = {"captured": len(captured)}
+    sent["captured"] = len(captured)
     for name, make in kinds.items():
         n = 0
         for _ in range(20000):

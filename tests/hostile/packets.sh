@@ -7,7 +7,12 @@
 # replays, copies with a wrong token, copies with a psn far ahead, truncated frames, garbage to
 # harp's ports, then all of them as a flood for FLOOD_S seconds.
 #
-#   packets.sh [FLOOD_S]     (default 3)
+#   packets.sh [FLOOD_S [auth]]     (FLOOD_S default 3)
+#
+# With auth, both ends run HARP_AUTH=1 and the attacker first forges from live frames as one who
+# read the token would (DATA a few psns ahead with its payload changed, ACKs of what did not
+# arrive, some with the MAC trailer stripped): every one must be dropped by the MAC check
+# (rx_bad_auth), and every byte still verified.
 #
 # Holds when both ends verify every byte in both directions and the frames the attacker sent
 # show up in their drop counters (rx_bad, rx_unknown_conn, rx_duplicates). Prints the goodput
@@ -19,12 +24,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../netns/lib.sh"
 
 flood_s=${1:-3}
+auth=${2:-}
+[[ -z $auth || $auth == auth ]] || { echo "usage: packets.sh [FLOOD_S [auth]]" >&2; exit 2; }
 xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
 [[ -x $xfer ]] || { echo "packets: $xfer is not built (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
 xfer=$(realpath "$xfer")
 unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
 
 harness_init packets
+if [[ $auth ]]; then
+	export HARP_AUTH=1
+fi
 fail=0
 report() {
 	echo "packets: FAIL $*"
@@ -49,22 +59,26 @@ pids+=("$cli")
 sleep 0.5
 rc_a=0
 run_bounded 90 ip netns exec "${ns_r[2]}" python3 "$here/packet_attack.py" "${if_r[2]}" 47000 47063 \
-	"$flood_s" "$tmp/attack" >"$tmp/attack.log" 2>&1 || rc_a=$?
+	"$flood_s" "$tmp/attack" ${auth:+forge} >"$tmp/attack.log" 2>&1 || rc_a=$?
 rc_s=0 rc_c=0
 wait "$cli" || rc_c=$?
 wait "$srv" || rc_s=$?
 
 echo "packets: attacker rc=$rc_a sent: $(tr '\n' ' ' <"$tmp/attack" 2>/dev/null || echo none)"
 key() { sed -n "s/^$1=//p" "$2" | head -n 1; }
-dropped=0
+dropped=0 bad_auth_sum=0
 for end in server client; do
 	bad=$(key rx_bad "$tmp/$end.out") unknown=$(key rx_unknown_conn "$tmp/$end.out")
-	dups=$(key rx_duplicates "$tmp/$end.out")
+	dups=$(key rx_duplicates "$tmp/$end.out") bad_auth=$(key rx_bad_auth "$tmp/$end.out")
 	echo "packets: $end rc=$([[ $end == server ]] && echo "$rc_s" || echo "$rc_c")" \
 		"result=$(key result "$tmp/$end.out") verified_bytes=$(key verified_bytes "$tmp/$end.out")" \
 		"goodput_gbps=$(key goodput_gbps "$tmp/$end.out") rx_bad=$bad rx_unknown_conn=$unknown" \
-		"rx_duplicates=$dups"
-	dropped=$((dropped + ${bad:-0} + ${unknown:-0} + ${dups:-0}))
+		"rx_duplicates=$dups rx_bad_auth=$bad_auth auth=$(key auth "$tmp/$end.out")"
+	dropped=$((dropped + ${bad:-0} + ${unknown:-0} + ${dups:-0} + ${bad_auth:-0}))
+	bad_auth_sum=$((bad_auth_sum + ${bad_auth:-0}))
+	if [[ $auth ]] && ! grep -q '^auth=AES-256-GCM$\|^auth=ChaCha20-Poly1305$' "$tmp/$end.out"; then
+		report "HARP_AUTH=1, but the $end's connections did not authenticate"
+	fi
 done
 if ((rc_s || rc_c)) || ! grep -q '^result=ok' "$tmp/server.out" ||
 	! grep -q '^result=ok' "$tmp/client.out"; then
@@ -77,6 +91,14 @@ if ((rc_a)) || ! grep -q '^flood [1-9]' "$tmp/attack" 2>/dev/null; then
 fi
 # the kernel may drop some of the flood before harp sees it; most must be counted
 ((dropped > 10000)) || report "only $dropped attack frames were counted as dropped"
+if [[ $auth ]]; then
+	forged=$(sed -n 's/^forged //p' "$tmp/attack" 2>/dev/null)
+	echo "packets: forged $forged, dropped by the MAC check $bad_auth_sum"
+	# the kernel drops some; most forgeries must have met the MAC check
+	((${forged:-0} > 1000)) || report "the attacker forged only ${forged:-0} frames"
+	((bad_auth_sum * 2 > ${forged:-0})) ||
+		report "only $bad_auth_sum of ${forged:-0} forged frames failed the MAC check"
+fi
 
 if ((fail)); then
 	exit 1

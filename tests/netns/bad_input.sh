@@ -145,6 +145,24 @@ fi
 expect_error queue_taken 5 "$if_b|another harp process runs on" -- \
 	ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle2"
 
+# HARP_AUTH on one side only: the listener refuses, and the connector says which setting differs.
+# The server stays up for the cases below (a refused set-up is not its failure).
+expect_error auth_mismatch 5 "HARP_AUTH differs|1 on this side|set one value on every rank" -- \
+	"${in_a[@]}" env HARP_AUTH=1 "$xfer" client --ifname "$if_a" --handle-file "$handle" \
+	--timeout 10
+# HARP_AUTH where libsodium cannot be loaded (hidden here by /dev/null mounted over it in a
+# private mount namespace): the start fails, naming the package.
+sodium=$(ldconfig -p | awk '/libsodium\.so\.23 / { print $NF; exit }')
+if [[ -z $sodium ]]; then
+	report "libsodium.so.23 is not installed (scripts/setup.sh installs libsodium-dev)"
+else
+	# shellcheck disable=SC2016 # expanded by that shell
+	expect_error auth_no_sodium 5 "HARP_AUTH needs libsodium|libsodium23" -- \
+		"${in_a[@]}" unshare -m --propagation private sh -c \
+		'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$sodium" \
+		env HARP_AUTH=1 "$xfer" server --ifname "$if_a" --handle-file "$tmp/handle3"
+fi
+
 # struct handle_wire (src/control.c): magic 4, version 2, family 2, IPv4 4 (network order), so
 # the address is hex digits 16..23. Nobody in A's /24 has .99: ARP gets no answer.
 real=$(head -n 1 "$handle")

@@ -13,6 +13,8 @@
 #                           (iperf3, 20 MiB) between the namespaces must succeed
 #     --expect-retransmits  fail unless the retransmits= counts add up to more than 0
 #     --expect-rx-bad       fail unless the rx_bad= counts add up to more than 0
+#     --auth                both sides run with HARP_AUTH=1, and their auth= lines must say so
+#     --expect-rx-bad-auth  fail unless the rx_bad_auth= counts add up to more than 0
 #     --expect-queues N     fail unless both sides received and sent packets on each queue < N
 #     --expect-fill-deeper  fail unless the server (the receiver) deepened its fill ring past
 #                           its starting 256 frames (a burst of probes may deepen the client's)
@@ -33,6 +35,7 @@ usage() {
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
+auth=0 expect_rx_bad_auth=0
 limit=""
 while (($#)); do
 	case $1 in
@@ -42,6 +45,8 @@ while (($#)); do
 	--side-traffic) side=1 ;;
 	--expect-retransmits) expect_retx=1 ;;
 	--expect-rx-bad) expect_rx_bad=1 ;;
+	--auth) auth=1 ;;
+	--expect-rx-bad-auth) expect_rx_bad_auth=1 ;;
 	--expect-fill-deeper) expect_fill=1 ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
@@ -113,6 +118,9 @@ lock_file() {
 	idx=$(ip netns exec "$1" cat "/sys/class/net/$2/ifindex")
 	echo "/run/harp/netns-$ino-if-$idx.lock"
 }
+if ((auth)); then
+	export HARP_AUTH=1
+fi
 lock_files=("$(lock_file "$ns_a" "$if_a")" "$(lock_file "$ns_b" "$if_b")")
 rm -f "${lock_files[@]}"
 spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
@@ -212,6 +220,18 @@ retx=$(sum_key retransmits)
 rx_bad=$(sum_key rx_bad)
 if ((expect_retx && retx == 0)); then
 	report "expected retransmits > 0 on hop '$hop', got 0"
+fi
+rx_bad_auth=$(sum_key rx_bad_auth)
+if ((expect_rx_bad_auth && rx_bad_auth == 0)); then
+	report "expected rx_bad_auth > 0 on hop '$hop', got 0"
+fi
+if ((auth)); then
+	for side in server client; do
+		grep -q '^auth=AES-256-GCM$\|^auth=ChaCha20-Poly1305$' "$tmp/$side.out" &&
+			! grep -q '^auth_conns=0$' "$tmp/$side.out" ||
+			report "HARP_AUTH=1, but the $side's connections did not authenticate" \
+				"($(grep '^auth' "$tmp/$side.out" | tr '\n' ' '))"
+	done
 fi
 if ((expect_rx_bad && rx_bad == 0)); then
 	report "expected rx_bad > 0 on hop '$hop', got 0"

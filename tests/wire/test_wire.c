@@ -267,7 +267,8 @@ static void check_wire_header(const struct frame *f, const struct harp_hdr *h)
 	assert_int_equal(rd64(w + 48), h->offset);
 	assert_int_equal(rd16(w + 56), h->len);
 	assert_int_equal(rd16(w + 58), h->flags);
-	assert_int_equal(rd32(w + 60), h->reserved);
+	assert_int_equal(rd16(w + 60), h->trailer);
+	assert_int_equal(rd16(w + 62), h->reserved);
 }
 
 static void round_trip(const struct harp_hdr *h, uint32_t body_len)
@@ -357,7 +358,7 @@ static void test_reserved_fields_carried(void **state)
 
 	(void)state;
 	h.flags = 0xa55a;
-	h.reserved = 0x01020304;
+	h.reserved = 0x0102;
 	round_trip(&h, 0);
 }
 
@@ -761,9 +762,94 @@ static void build_bundle(struct frame *f, const struct harp_hdr *h, int n)
 		}
 		used += HARP_HDR_LEN + h[i].len;
 	}
-	f->len = wire_seal(f->b, &path, used, 0x4321);
+	f->len = wire_seal(f->b, &path, used, 0x4321, true);
 	f->l3 = L3;
 	assert_int_equal(f->len, HARP_FRAME_OVERHEAD - HARP_HDR_LEN + used);
+}
+
+/*
+ * Records, then a trailer of n bytes the first record names (HARP_AUTH's counter and MAC: the
+ * parser only locates it), sealed as the engine does: no UDP checksum.
+ */
+static void build_trailed(struct frame *f, const struct harp_hdr *h, int nrec, uint16_t named,
+			  uint32_t n)
+{
+	uint8_t *at = f->b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+	uint32_t used = 0, j;
+	int i;
+
+	memset(f->b, 0x5a, sizeof(f->b));
+	for (i = 0; i < nrec; i++) {
+		struct harp_hdr r = h[i];
+
+		r.trailer = i == 0 ? named : r.trailer;
+		wire_put_record(at + used, &r);
+		used += HARP_HDR_LEN + r.len;
+	}
+	for (j = 0; j < n; j++) {
+		at[used + j] = (uint8_t)(0xc0 + j);
+	}
+	f->len = wire_seal(f->b, &path, used + n, 0x4321, false);
+	f->l3 = L3;
+}
+
+static void test_trailer_located(void **state)
+{
+	struct harp_hdr h[2] = { hdr_data(8, 0, 8), hdr_of(HARP_PKT_ACK, 2) };
+	uint32_t records = 2 * HARP_HDR_LEN + 8 + 2;
+	struct wire_pkt p;
+	struct frame f;
+
+	(void)state;
+	build_trailed(&f, h, 2, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
+	assert_int_equal(rd16(f.b + L3 + HARP_IP4_HLEN + 6), 0); /* no UDP checksum */
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
+	assert_ptr_equal(p.records, f.b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN);
+	assert_int_equal(p.records_len, records);
+	assert_ptr_equal(p.trailer, p.records + records);
+	assert_int_equal(p.trailer[0], 0xc0);
+	assert_int_equal(p.h.trailer, HARP_AUTH_TRAILER);
+	assert_true(wire_next(&p)); /* the trailer is not taken for a record */
+	assert_int_equal(p.h.type, HARP_PKT_ACK);
+	assert_false(wire_next(&p));
+	/* without one: no trailer pointer, and records fill the payload */
+	build_trailed(&f, h, 2, 0, 0);
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
+	assert_null(p.trailer);
+	assert_int_equal(p.records_len, records);
+}
+
+static void test_trailer_refused(void **state)
+{
+	struct harp_hdr h[2] = { hdr_data(8, 0, 8), hdr_of(HARP_PKT_ACK, 2) };
+	struct wire_pkt p;
+	struct frame f;
+
+	(void)state;
+	/* a size harp never sends */
+	build_trailed(&f, h, 1, 8, 8);
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_TRAILER);
+	/* named, but the bytes are not there: the records would overrun it */
+	build_trailed(&f, h, 1, HARP_AUTH_TRAILER, 10);
+	assert_int_not_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
+	/* a payload too short to hold a header and the trailer it names */
+	build_trailed(&f, h, 0, 0, 0);
+	{
+		struct harp_hdr one = hdr_of(HARP_PKT_CTS, 0);
+
+		one.trailer = HARP_AUTH_TRAILER;
+		wire_put_record(f.b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, &one);
+		f.len = wire_seal(f.b, &path, HARP_HDR_LEN + 4, 0, false);
+		assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_SHORT);
+	}
+	/* named by a later record */
+	h[1].trailer = HARP_AUTH_TRAILER;
+	build_trailed(&f, h, 2, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_TRAILER);
+	/* present but not named: taken for a record, which it cannot be */
+	h[1].trailer = 0;
+	build_trailed(&f, h, 2, 0, HARP_AUTH_TRAILER);
+	assert_int_not_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
 }
 
 static void test_bundle_round_trip(void **state)
@@ -974,6 +1060,8 @@ int main(void)
 		cmocka_unit_test(test_round_trip_msgerr),
 		cmocka_unit_test(test_round_trip_probe),
 		cmocka_unit_test(test_reserved_fields_carried),
+		cmocka_unit_test(test_trailer_located),
+		cmocka_unit_test(test_trailer_refused),
 		cmocka_unit_test(test_udp_csum_zero_sent_as_ffff),
 		cmocka_unit_test(test_ip_csum_known_vector),
 		cmocka_unit_test(test_csum_every_length_and_alignment),
