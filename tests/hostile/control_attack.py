@@ -21,10 +21,11 @@ def conn():
     return s
 
 def hello(nonce):
-    # magic "HRPC", control protocol 4, HELLO_REQ, nonce, token, id, address, UDP port, queues,
-    # MTU, refuse errno, UDP port count, 22 reserved bytes: 64 bytes in network order
-    return struct.pack("!IHH8sQIIHHHHH22x", 0x48525043, 4, 1, nonce, 7, 99, 0x0a000001, 47000,
-                       1, 1500, 0, 64)
+    # magic "HRPC", control protocol 5, HELLO_REQ, nonce, token, id, address, UDP port, queues,
+    # MTU, refuse errno, UDP port count, auth flags (none), 21 reserved bytes, no key: 96 bytes
+    # in network order
+    return struct.pack("!IHH8sQIIHHHHHB21x32x", 0x48525043, 5, 1, nonce, 7, 99, 0x0a000001,
+                       47000, 1, 1500, 0, 64, 0)
 
 held = []
 if kind == "garbage":
