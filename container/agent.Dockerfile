@@ -17,7 +17,7 @@ FROM ${BUILD_BASE} AS build
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev \
-		cmake make gcc libc6-dev pkg-config \
+		cmake make gcc libc6-dev pkg-config libsodium-dev \
 	&& rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -11,7 +11,8 @@
 #   COPY --from=harp/plugin:0.1.0 /opt/harp /opt/harp
 #
 # /opt/harp/lib holds libnccl-net-harp.so, its alias libnccl-net.so, and Debian 12's libbpf.so.1
-# and libxdp.so.1: PyTorch images are Ubuntu, and Ubuntu 22.04 has no libbpf.so.1. The plugin
+# and libxdp.so.1 (PyTorch images are Ubuntu, and Ubuntu 22.04 has no libbpf.so.1), and
+# libsodium.so.23, which the plugin loads only under HARP_AUTH=1. The plugin
 # finds them through its RUNPATH ($ORIGIN, then /opt/harp/lib for the link in /usr/lib) whatever
 # LD_LIBRARY_PATH says. They need libelf.so.1 and libz.so.1 and glibc 2.34 or later from the
 # image (Ubuntu 22.04: libelf1, zlib1g, glibc 2.35).
@@ -25,7 +26,7 @@ FROM ${BUILD_BASE} AS build
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends \
 		clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev \
-		cmake make gcc libc6-dev pkg-config \
+		cmake make gcc libc6-dev pkg-config libsodium-dev \
 	&& rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -40,7 +41,8 @@ RUN multiarch="$(gcc -print-multiarch)" \
 	&& cp /opt/harp/lib/libnccl-net-harp.so /layer/opt/harp/lib/ \
 	&& cp -P /opt/harp/lib/libnccl-net.so /layer/opt/harp/lib/ \
 	&& ln -s /opt/harp/lib/libnccl-net-harp.so /layer/usr/lib/libnccl-net.so \
-	&& cp -L "/usr/lib/$multiarch/libbpf.so.1" "/usr/lib/$multiarch/libxdp.so.1" /layer/opt/harp/lib/
+	&& cp -L "/usr/lib/$multiarch/libbpf.so.1" "/usr/lib/$multiarch/libxdp.so.1" \
+		"/usr/lib/$multiarch/libsodium.so.23" /layer/opt/harp/lib/
 
 FROM scratch
 COPY --from=layer /layer /

@@ -316,6 +316,8 @@ static int auth_prepare(struct harp_conn *c)
 	return 0;
 }
 
+static atomic_bool auth_said; /* the process's one INFO line about it */
+
 /*
  * Checks the peer's half against this side's and, when the connection runs HARP_AUTH, derives
  * its keys. Every frame then carries a trailer, so a payload holds that much less.
@@ -345,6 +347,10 @@ static int auth_agree(struct harp_conn *c, const struct hello *h)
 		return err;
 	}
 	c->payload_max -= HARP_AUTH_TRAILER;
+	if (!atomic_exchange(&auth_said, true)) {
+		pr_info("HARP_AUTH=1: every frame carries a MAC (%s; the first connection, with "
+			"%s)", auth_algorithm(c->auth), s->peer_name);
+	}
 	pr_debug("setup with %s: packets authenticated with %s", s->peer_name,
 		 auth_algorithm(c->auth));
 	return 0;

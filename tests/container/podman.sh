@@ -159,6 +159,7 @@ done
 # the background; MODE agent (default seccomp, the agent's socket), pins (seccomp=unconfined,
 # /sys/fs/bpf, no socket) or refused (default seccomp, /sys/fs/bpf, no socket). Output in
 # $tmp/NAME.out, pid in train_pid.
+train_env=() # more podman run options for the next training containers
 train() {
 	local side=$1 name=$2 mode=$3 role=$4 ns_var=ns_$1 opts=()
 	case $mode in
@@ -168,7 +169,7 @@ train() {
 	esac
 	spawn_bounded 120 "${pm[@]}" run --rm --name "$run_id-$name" --network "ns:/run/netns/${!ns_var}" \
 		--cap-drop ALL --cap-add NET_RAW --cap-add IPC_LOCK "${limits[@]}" "${opts[@]}" \
-		-v "$tmp/$side/etc:/etc/harp:ro" -v "$tmp/rdv-$5:/rdv" -e HARP_LOG_LEVEL=info \
+		-v "$tmp/$side/etc:/etc/harp:ro" -v "$tmp/rdv-$5:/rdv" -e HARP_LOG_LEVEL=info "${train_env[@]}" \
 		"$train_img" --plugin libnccl-net.so --version 12 --scenario basic --role "$role" \
 		--dir /rdv --timeout 60 >"$tmp/$name.out" 2>&1
 	train_pid=$spawned_pid
@@ -219,7 +220,14 @@ if ((rc == 0)) || [[ -z $line ]]; then
 	tail -n 8 "$tmp/refused.out" | sed 's/^/    | /'
 fi
 
+# With HARP_AUTH=1: the image has no libsodium but the plugin layer's, found beside the plugin.
+train_env=(-e HARP_AUTH=1)
 pair pins pins agent
+train_env=()
+for end in server client; do
+	grep -q 'HARP_AUTH=1: every frame carries a MAC' "$tmp/pins-$end.out" ||
+		report "pins: the $end did not authenticate its frames (HARP_AUTH=1)"
+done
 
 # stop: the agent containers take harp down as they stop.
 for side in a b; do

@@ -1159,7 +1159,7 @@ def check_dockerfiles(rep, repo, chart):
         None if copies == ["--from=layer /layer /"]
         else f"final stage copies {copies}, not the layer stage's /layer to /",
         *[None if lib in layer_text else f"{lib} not in the layer"
-          for lib in ("libnccl-net-harp.so", "libbpf.so.1", "libxdp.so.1")],
+          for lib in ("libnccl-net-harp.so", "libbpf.so.1", "libxdp.so.1", "libsodium.so.23")],
         None if "ln -s /opt/harp/lib/libnccl-net-harp.so /layer/usr/lib/libnccl-net.so"
         in layer_text else "no /usr/lib/libnccl-net.so linking to the plugin (NCCL's default name)",
         None if "/opt/harp/lib/libnccl-net.so" in layer_text
