@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "ctrlmsg.h"
 #include "internal.h"
 
 #define AGENT_ANSWER_MS 5000 /* an agent slower than this to answer is taken as stuck */
@@ -19,26 +20,6 @@ void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op)
 	m->magic = HARP_AGENT_MAGIC;
 	m->version = HARP_AGENT_VERSION;
 	m->op = (uint16_t)op;
-}
-
-int agent_msg_check(const struct harp_agent_msg *m, long len, char *why, size_t why_len)
-{
-	if (len != (long)sizeof(*m)) {
-		snprintf(why, why_len, "a message of %ld bytes, not %zu", len, sizeof(*m));
-	} else if (m->magic != HARP_AGENT_MAGIC) {
-		snprintf(why, why_len, "not a harp agent message (magic 0x%08x)", m->magic);
-	} else if (m->version != HARP_AGENT_VERSION) {
-		snprintf(why, why_len, "protocol version %u, and this side speaks %u", m->version,
-			 HARP_AGENT_VERSION);
-	} else if (!m->op || m->op >= HARP_AGENT_OP_END) {
-		snprintf(why, why_len, "unknown op %u", m->op);
-	} else if (!memchr(m->ifname, '\0', sizeof(m->ifname)) ||
-		   !memchr(m->text, '\0', sizeof(m->text))) {
-		snprintf(why, why_len, "an unterminated string");
-	} else {
-		return 0;
-	}
-	return -EBADMSG;
 }
 
 int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd)
@@ -120,7 +101,7 @@ int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agen
 	if (n <= 0) {
 		return n ? (int)n : -ECONNRESET;
 	}
-	if (agent_msg_check(resp, n, why, sizeof(why)) || resp->op != req->op) {
+	if (ctrlmsg_agent_check(resp, (size_t)n, why, sizeof(why)) || resp->op != req->op) {
 		pr_err("node agent: a malformed answer to op %u: %s", req->op,
 		       resp->op != req->op ? "another op's" : why);
 		return -EPROTO;

@@ -9,7 +9,8 @@
  * AF_XDP socket over with ENTER (the descriptor travels as SCM_RIGHTS); the agent enters it in
  * the pinned XSKMAP and records the process as the queue's holder, and forgets those records
  * when the connection closes (the kernel takes a closed socket out of the map by itself).
- * COUNTERS, PROBE, FORGET and OWNER read or clear the other pinned maps for it.
+ * COUNTERS, PROBE, FORGET and OWNER read or clear the other pinned maps for it. Both ends
+ * check what they receive with ctrlmsg_agent_check (ctrlmsg.h).
  */
 #ifndef HARP_AGENT_H
 #define HARP_AGENT_H
@@ -60,11 +61,6 @@ _Static_assert(sizeof(struct harp_agent_msg) == 328, "harp_agent_msg is the prot
 
 /* A request of op, everything else zero. */
 void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op);
-/*
- * Whether m, of len bytes, is a well-formed message of this version (op in range, strings
- * terminated); if not, why, into why. The agent checks requests with it, the client answers.
- */
-int agent_msg_check(const struct harp_agent_msg *m, long len, char *why, size_t why_len);
 /* Sends m on fd, with pass_fd as SCM_RIGHTS unless it is negative. 0 or -errno. */
 int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd);
 /*

@@ -16,6 +16,8 @@
 int chan_poll(struct harp_conn *c, uint64_t now)
 {
 	struct chan_msg m;
+	struct ctrlmsg_chan msg;
+	char why[96];
 	ssize_t n;
 
 	for (;;) {
@@ -46,18 +48,17 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 		if (recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT) != sizeof(m)) {
 			return 0;
 		}
-		if (ntohl(m.magic) == CHAN_MAGIC && ntohl(m.type) == CHAN_PATH) {
-			conn_on_probe_result(c, ntohl(m.reserved), ntohl(m.value), now);
-			continue;
-		}
-		if (ntohl(m.magic) != CHAN_MAGIC || ntohl(m.type) != CHAN_CLOSE) {
-			pr_err("conn %u: unknown control message (magic 0x%08x type %u)", c->id,
-			       ntohl(m.magic), ntohl(m.type));
+		if (ctrlmsg_chan_check(&m, sizeof(m), &msg, why, sizeof(why))) {
+			pr_err("conn %u: %s", c->id, why);
 			conn_fail(c, -EPROTO);
 			return -EPROTO;
 		}
+		if (msg.type == CHAN_PATH) {
+			conn_on_probe_result(c, msg.round, msg.value, now);
+			continue;
+		}
 		c->peer_closed = true;
-		conn_on_peer_close(c, ntohl(m.value), now);
+		conn_on_peer_close(c, msg.value, now);
 	}
 }
 

@@ -9,21 +9,7 @@
 #define HARP_CHAN_H
 
 #include "conn.h"
-
-#define CHAN_MAGIC 0x48525043u /* "HRPC"; the set-up hellos start with it too */
-
-enum chan_msg_type {
-	CHAN_CLOSE = 1, /* value: the sender's rcv_nxt, its final cumulative ack */
-	CHAN_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
-};
-
-struct chan_msg {
-	uint32_t magic;
-	uint32_t type;
-	uint32_t value;
-	uint32_t reserved;
-};
-_Static_assert(sizeof(struct chan_msg) == 16, "control message is 16 bytes");
+#include "ctrlmsg.h" /* the messages: struct chan_msg, checked by ctrlmsg_chan_check */
 
 /* Reads what the peer said; 0, or -ECONNRESET (the connection failed) when it is gone. */
 int chan_poll(struct harp_conn *c, uint64_t now);

@@ -26,52 +26,7 @@
 
 #include "auth.h"
 #include "control.h"
-
-#define HANDLE_MAGIC 0x48415250u /* "HARP" */
-#define HANDLE_VERSION 1
-/* 2: paths found by probing; 3: a frame may carry several records; 4: small sends may go
- * unsolicited; 5: X25519 keys for HARP_AUTH (96 bytes) */
-#define HELLO_VERSION 5
-
-/* What a harp_handle holds; the rest of its 128 bytes are zero. */
-struct handle_wire {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t family;
-	uint32_t ipv4;	   /* network order */
-	uint16_t tcp_port; /* network order */
-	uint16_t reserved;
-	uint64_t nonce; /* names this listener */
-};
-_Static_assert(sizeof(struct handle_wire) <= HARP_HANDLE_USED, "handle fits the bytes harp owns");
-_Static_assert(HARP_HANDLE_SIZE <= 128, "NCCL_NET_HANDLE_MAXSIZE is 128 bytes");
-
-enum hello_type {
-	HELLO_REQ = 1,
-	HELLO_OK = 2,
-	HELLO_REFUSE = 3,
-};
-
-/* Both directions of the handshake; integers in network order. */
-struct hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint64_t nonce; /* HELLO_REQ: the listener's, from the handle */
-	uint64_t token; /* chosen by the connector */
-	uint32_t conn_id;
-	uint32_t ipv4;
-	uint16_t udp_port;
-	uint16_t queue;	  /* HELLO_REQ: queues the connector has; HELLO_OK: the queue chosen */
-	uint16_t mtu;
-	uint16_t refuse_errno;
-	uint16_t port_count; /* with udp_port: the sender's UDP range, where its probes may land */
-	uint8_t auth;	     /* AUTH_F_*; HELLO_OK: AUTH_F_WANT says the connection runs it */
-	uint8_t reserved[21];
-	uint8_t auth_pk[AUTH_PUBKEY_BYTES]; /* with AUTH_F_KEY: an X25519 public key */
-};
-_Static_assert(sizeof(struct hello) == 96, "hello is 96 bytes");
-#define AUTH_F_KEY 0x04 /* auth_pk holds a key */
+#include "ctrlmsg.h"
 
 enum setup_step {
 	STEP_TCP_CONNECT = 1,
@@ -146,7 +101,7 @@ int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = ctx->ifi.ipv4 };
 	socklen_t salen = sizeof(sa);
-	struct handle_wire hw = { 0 };
+	struct ctrlmsg_handle hw;
 	int err;
 
 	l->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -168,14 +123,10 @@ int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 	if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
 		l->nonce = now_ns() ^ (uint64_t)(uintptr_t)l;
 	}
-	hw.magic = htonl(HANDLE_MAGIC);
-	hw.version = htons(HANDLE_VERSION);
-	hw.family = htons(AF_INET);
 	hw.ipv4 = sa.sin_addr.s_addr;
 	hw.tcp_port = sa.sin_port;
 	hw.nonce = l->nonce;
-	memset(handle, 0, sizeof(*handle));
-	memcpy(handle->bytes, &hw, sizeof(hw));
+	ctrlmsg_handle_build(handle->bytes, &hw);
 	return 0;
 }
 
@@ -226,23 +177,18 @@ int ctrl_adopt(struct harp_listener *l, struct harp_conn *c, int fd, const char 
 
 int ctrl_connect(struct harp_conn *c, const struct harp_handle *handle)
 {
-	struct handle_wire hw;
+	struct ctrlmsg_handle hw;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = c->ctx->ifi.ipv4 };
 	struct ctrl_setup *s;
+	char why[128];
 	int err;
 
-	memcpy(&hw, handle->bytes, sizeof(hw));
-	if (ntohl(hw.magic) != HANDLE_MAGIC) {
-		pr_err("connect: the handle is not a harp handle (magic 0x%08x, expected 0x%08x)",
-		       ntohl(hw.magic), HANDLE_MAGIC);
-		return -EINVAL;
-	}
-	if (ntohs(hw.version) != HANDLE_VERSION || ntohs(hw.family) != AF_INET ||
-	    !hw.tcp_port || !hw.ipv4) {
-		pr_err("connect: unsupported harp handle (version %u, family %u, port %u)",
-		       ntohs(hw.version), ntohs(hw.family), ntohs(hw.tcp_port));
-		return -EINVAL;
+	/* harp_connect reads only the bytes harp_listen filled: the rest are the caller's */
+	err = ctrlmsg_handle_parse(handle->bytes, HARP_HANDLE_USED, &hw, why, sizeof(why));
+	if (err) {
+		pr_err("connect: %s", why);
+		return err;
 	}
 	s = setup_new(c, STEP_TCP_CONNECT);
 	if (!s) {
@@ -381,46 +327,27 @@ static int io_step(int fd, void *buf, size_t len, size_t *done, bool write_dir)
 static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_type want)
 {
 	struct ctrl_setup *s = c->setup;
+	struct ctrlmsg_hello_view view;
+	char why[sizeof(s->why)];
+	int err;
 
-	if (ntohl(h->magic) != CHAN_MAGIC) {
-		setup_fail(c, "the peer does not speak harp's control protocol (magic 0x%08x)",
-			   ntohl(h->magic));
-		return -EPROTO;
+	err = ctrlmsg_hello_check(h, sizeof(*h), want, s->nonce, &view, why, sizeof(why));
+	if (!err) {
+		return 0;
 	}
-	if (ntohs(h->version) != HELLO_VERSION) {
-		setup_fail(c, "the peer runs another version of harp (control protocol %u, this side "
-			   "%u): run one harp release on every node",
-			   ntohs(h->version), HELLO_VERSION);
-		return -EPROTO;
+	if (view.type != HELLO_REFUSE) {
+		setup_fail(c, "%s", why);
+		return err;
 	}
-	if (ntohs(h->type) == HELLO_REFUSE) {
-		int err = ntohs(h->refuse_errno);
-
-		if (err == EKEYREJECTED) {
-			pr_err("setup with %s: the listener refused the connection: HARP_AUTH differs "
-			       "(%d on this side): set one value on every rank",
-			       s->peer_name, c->ctx->params.auth);
-			return -err;
-		}
-		pr_err("setup with %s: the listener refused the connection: %s", s->peer_name,
-		       strerror(err));
-		return err ? -err : -ECONNREFUSED;
+	/* the peer refused: said at once, on whichever side this is */
+	if (view.refuse_errno == EKEYREJECTED) {
+		pr_err("setup with %s: the listener refused the connection: HARP_AUTH differs "
+		       "(%d on this side): set one value on every rank",
+		       s->peer_name, c->ctx->params.auth);
+		return err;
 	}
-	if (ntohs(h->type) != want) {
-		setup_fail(c, "a hello of type %u where %u belongs", ntohs(h->type), want);
-		return -EPROTO;
-	}
-	if (want == HELLO_REQ && h->nonce != s->nonce) {
-		setup_fail(c, "the connector used a handle of another listener (wrong nonce)");
-		return -EINVAL;
-	}
-	if (ntohs(h->mtu) < 576 || !h->conn_id || ntohs(h->udp_port) < 1024 || !h->port_count ||
-	    ntohs(h->udp_port) + ntohs(h->port_count) - 1 > 65535) {
-		setup_fail(c, "nonsense in hello (mtu %u, id %u, UDP ports %u+%u)", ntohs(h->mtu),
-			   ntohl(h->conn_id), ntohs(h->udp_port), ntohs(h->port_count));
-		return -EPROTO;
-	}
-	return 0;
+	pr_err("setup with %s: %s", s->peer_name, why);
+	return err;
 }
 
 /* Takes the peer's half of the hello into the connection. */

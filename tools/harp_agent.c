@@ -35,6 +35,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent.h"
+#include "ctrlmsg.h"
 #include "harp_shared.h"
 
 #ifndef AF_XDP
@@ -429,7 +430,7 @@ static void read_client(int i)
 		return;
 	}
 	agent_msg_init(&resp, (enum harp_agent_op)req.op);
-	if (agent_msg_check(&req, n, why, sizeof(why))) {
+	if (ctrlmsg_agent_check(&req, (size_t)n, why, sizeof(why))) {
 		if (fd >= 0) {
 			close(fd);
 		}

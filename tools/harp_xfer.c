@@ -12,10 +12,16 @@
  * posted for it: both sides know which ones from their arguments alone, both expect exactly those
  * to fail with EMSGSIZE (and the refused receive buffer to stay untouched: no truncation), and
  * every other message is verified as usual, so the connection must keep working past each one.
+ *
+ * --duration SEC (a soak) cycles through the sizes until SEC seconds have passed, then posts
+ * nothing more and lets what is out complete for up to DRAIN_S seconds; what the peer no longer
+ * answers (it stopped posting too) is left and counted as abandoned. Every message that completed
+ * was verified as always.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +38,12 @@
 #define PATTERN_SLACK 4096
 #define WINDOW_MAX 16
 #define CANARY 0xa5 /* fills a receive buffer whose message must be refused */
+#define DRAIN_S 10  /* --duration: how long what is out may take to complete */
 
 struct opts {
 	bool server;
 	const char *ifname, *handle_file;
-	int queues, conns, count, window, timeout_s;
+	int queues, conns, count, window, timeout_s, duration_s;
 	int recv_short; /* every recv_short-th message is too big for its receive; 0: none */
 	bool bidir, quiet;
 	uint64_t sizes[MAX_SIZES];
@@ -69,6 +76,8 @@ struct run {
 	uint64_t max_size;
 	uint64_t verified_bytes, sent_bytes, verified_msgs;
 	uint64_t msgsize_send_errors, msgsize_recv_errors; /* expected EMSGSIZE failures seen */
+	bool stopping;	      /* --duration: its time is up; nothing more is posted */
+	long long abandoned; /* requests still out when the drain ended */
 	int failed;
 };
 
@@ -101,7 +110,7 @@ static void usage(void)
 		"usage: harp-xfer server|client --ifname IF --handle-file PATH [--queues N]\n"
 		"       (without --queues: HARP_QUEUES, auto by default, a count or a list such as 2-3)\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
-		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--quiet]\n");
+		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--duration SEC] [--quiet]\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -113,6 +122,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "window", required_argument, 0, 'w' }, { "bidir", no_argument, 0, 'b' },
 		{ "total", required_argument, 0, 't' },	 { "timeout", required_argument, 0, 'T' },
 		{ "quiet", no_argument, 0, 'Q' },	 { "recv-short", required_argument, 0, 'R' },
+		{ "duration", required_argument, 0, 'D' },
 		{ 0, 0, 0, 0 },
 	};
 	char sizes_default[] = "1M";
@@ -153,6 +163,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'T': o->timeout_s = atoi(optarg); break;
 		case 'Q': o->quiet = true; break;
 		case 'R': o->recv_short = atoi(optarg); break;
+		case 'D': o->duration_s = atoi(optarg); break;
 		default: usage(); return -1;
 		}
 	}
@@ -162,12 +173,14 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		return -1;
 	}
 	if (o->conns < 1 || o->conns > MAX_CONNS || o->count < 1 || o->window < 1 ||
-	    o->window > WINDOW_MAX || o->queues < 0 || o->timeout_s < 1 || o->recv_short < 0) {
+	    o->window > WINDOW_MAX || o->queues < 0 || o->timeout_s < 1 || o->recv_short < 0 ||
+	    o->duration_s < 0 || (o->duration_s && o->timeout_s <= o->duration_s + DRAIN_S)) {
 		fprintf(stderr,
 			"harp-xfer: out of range: --conns %d (1-%d), --count %d (1 or more), "
-			"--window %d (1-%d), --queues %d, --timeout %d (1 s or more), --recv-short %d\n",
+			"--window %d (1-%d), --queues %d, --timeout %d (1 s or more; with --duration, "
+			"more than it and %d s), --recv-short %d, --duration %d\n",
 			o->conns, MAX_CONNS, o->count, o->window, WINDOW_MAX, o->queues, o->timeout_s,
-			o->recv_short);
+			DRAIN_S, o->recv_short, o->duration_s);
 		return -1;
 	}
 	if (o->total) {
@@ -182,7 +195,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 /* Message k of a flow: its size and where its bytes start in the pattern. */
 static uint64_t msg_size(const struct opts *o, int k)
 {
-	return o->sizes[k / o->count];
+	return o->sizes[(k / o->count) % o->nsizes]; /* --duration goes round the sizes */
 }
 
 /* Message k is posted a receive one byte smaller than itself (see --recv-short). */
@@ -472,7 +485,7 @@ static int step_flow(struct run *r, struct xconn *x, struct flow *f, bool is_rx,
 {
 	int err;
 
-	while (f->posted < f->nmsgs && f->posted - f->completed < r->o.window) {
+	while (!r->stopping && f->posted < f->nmsgs && f->posted - f->completed < r->o.window) {
 		int before = f->posted;
 
 		err = is_rx ? post_recv(r, x) : post_send(r, x, dir);
@@ -494,10 +507,16 @@ static int step_flow(struct run *r, struct xconn *x, struct flow *f, bool is_rx,
 
 static int transfer(struct run *r, double deadline)
 {
-	int i, err, remaining;
+	double stop_at = r->o.duration_s ? now_s() + r->o.duration_s : 0;
 	int dir_tx = r->o.server ? 1 : 0, dir_rx = r->o.server ? 0 : 1;
+	long long remaining;
+	int i, err;
 
 	do {
+		if (stop_at && !r->stopping && now_s() > stop_at) {
+			r->stopping = true;
+			deadline = now_s() + DRAIN_S;
+		}
 		remaining = 0;
 		for (i = 0; i < r->o.conns; i++) {
 			struct xconn *x = &r->xc[i];
@@ -509,11 +528,21 @@ static int transfer(struct run *r, double deadline)
 			if (err) {
 				return err;
 			}
-			remaining += (x->tx.nmsgs - x->tx.completed) + (x->rx.nmsgs - x->rx.completed);
+			if (r->stopping) {
+				remaining += (x->tx.posted - x->tx.completed) +
+					     (x->rx.posted - x->rx.completed);
+			} else {
+				remaining += (long long)(x->tx.nmsgs - x->tx.completed) +
+					     (x->rx.nmsgs - x->rx.completed);
+			}
 		}
 		harp_ctx__progress(r->ctx);
+		if (now_s() > deadline && r->stopping) {
+			r->abandoned = remaining; /* the peer stopped posting their partners */
+			return 0;
+		}
 		if (now_s() > deadline) {
-			fprintf(stderr, "harp-xfer: timed out with %d messages outstanding\n",
+			fprintf(stderr, "harp-xfer: timed out with %lld messages outstanding\n",
 				remaining);
 			return -ETIMEDOUT;
 		}
@@ -523,7 +552,7 @@ static int transfer(struct run *r, double deadline)
 
 static int plan(struct run *r)
 {
-	int i, j, nmsgs = r->o.nsizes * r->o.count;
+	int i, j, nmsgs = r->o.duration_s ? INT_MAX : r->o.nsizes * r->o.count;
 	bool sends = !r->o.server || r->o.bidir, recvs = r->o.server || r->o.bidir;
 
 	for (i = 0; i < r->o.nsizes; i++) {
@@ -621,6 +650,9 @@ static void report(struct run *r, double secs, int rc)
 	       info.mtu, info.queues, r->o.conns);
 	printf("verified_msgs=%" PRIu64 "\nverified_bytes=%" PRIu64 "\nsent_bytes=%" PRIu64 "\n",
 	       r->verified_msgs, r->verified_bytes, r->sent_bytes);
+	if (r->o.duration_s) {
+		printf("duration_abandoned=%lld\n", r->abandoned);
+	}
 	printf("msgsize_errors=%" PRIu64 "\nmsgsize_send_errors=%" PRIu64
 	       "\nmsgsize_recv_errors=%" PRIu64 "\n",
 	       r->msgsize_send_errors + r->msgsize_recv_errors, r->msgsize_send_errors,

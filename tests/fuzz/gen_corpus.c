@@ -5,10 +5,10 @@
  * line. Run at build time, so the repository holds no binary files. Each file is a mode byte (see
  * fuzz_wire.c) and a frame; every frame is written in both modes, plain and 802.1Q-tagged.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "seed_file.h"
 #include "wire.h"
 
 static const struct wire_path seed_path = {
@@ -23,41 +23,6 @@ static const struct wire_path seed_path = {
 /* buf[0] is the fuzzer's mode byte; the Ethernet frame starts at buf + 1. */
 static uint8_t buf[1 + HARP_FRAME_OVERHEAD + 4096 + HARP_VLAN_HLEN];
 
-/* out = a, sep, b; -1 (and a message) when that does not fit in size bytes. */
-static int join(char *out, size_t size, const char *a, const char *sep, const char *b)
-{
-	int n = snprintf(out, size, "%s%s%s", a, sep, b);
-
-	if (n < 0 || (size_t)n >= size) {
-		fprintf(stderr, "gen_corpus: '%s%s%s' is longer than %zu bytes\n", a, sep, b,
-			size - 1);
-		return -1;
-	}
-	return 0;
-}
-
-static int write_file(const char *dir, const char *name, const uint8_t *bytes, uint32_t len)
-{
-	char path[4096];
-	FILE *f;
-	int ok;
-
-	if (join(path, sizeof(path), dir, "/", name)) {
-		return -1;
-	}
-	f = fopen(path, "wb");
-	if (!f) {
-		fprintf(stderr, "gen_corpus: open %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	ok = fwrite(bytes, 1, len, f) == len;
-	if (fclose(f) || !ok) {
-		fprintf(stderr, "gen_corpus: write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 /* Writes the frame in buf + 1 once per fuzzer mode. */
 static int write_seed(const char *dir, const char *name, uint32_t frame_len)
 {
@@ -66,10 +31,10 @@ static int write_seed(const char *dir, const char *name, uint32_t frame_len)
 
 	for (mode = 0; mode < 2; mode++) {
 		buf[0] = (uint8_t)mode;
-		if (join(mode_name, sizeof(mode_name), name, "-", mode ? "fixcsum" : "raw")) {
+		if (seed_join(mode_name, sizeof(mode_name), name, "-", mode ? "fixcsum" : "raw")) {
 			return -1;
 		}
-		err |= write_file(dir, mode_name, buf, frame_len + 1);
+		err |= seed_write(dir, mode_name, buf, frame_len + 1);
 	}
 	return err;
 }
@@ -94,7 +59,7 @@ static int seed_frame(const char *dir, const char *name, uint32_t len)
 	frame[13] = 0x00;
 	frame[14] = 0x00;
 	frame[15] = 0x05; /* VLAN 5 */
-	if (join(tagged, sizeof(tagged), "vlan", "-", name)) {
+	if (seed_join(tagged, sizeof(tagged), "vlan", "-", name)) {
 		return -1;
 	}
 	return write_seed(dir, tagged, len + HARP_VLAN_HLEN);

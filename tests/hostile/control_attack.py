@@ -27,9 +27,11 @@ def hello(nonce):
     return struct.pack("!IHH8sQIIHHHHHB21x32x", 0x48525043, 5, 1, nonce, 7, 99, 0x0a000001,
                        47000, 1, 1500, 0, 64, 0)
 
+HELLO_BYTES = 96  # a whole hello's worth, so the listener judges it rather than waits for more
+
 held = []
 if kind == "garbage":
-    s = conn(); s.send(os.urandom(64)); held.append(s)
+    s = conn(); s.send(os.urandom(HELLO_BYTES)); held.append(s)
 elif kind == "nonce":
     wrong = bytes(b ^ 0xff for b in nonce)
     s = conn(); s.send(hello(wrong)); held.append(s)
@@ -42,7 +44,7 @@ elif kind == "oversized":
     s.setblocking(True)
     s.settimeout(5)
     try:
-        s.sendall(os.urandom(64 + (1 << 20)))
+        s.sendall(os.urandom(HELLO_BYTES + (1 << 20)))
     except OSError:
         pass  # the listener dropped it: what we want
     held.append(s)
@@ -60,7 +62,7 @@ elif kind == "many":
     time.sleep(0.5)
     for s in held:
         try:
-            s.send(os.urandom(64))
+            s.send(os.urandom(HELLO_BYTES))
         except OSError:
             pass
 open(ready, "w").write(f"{len(held)}\n")

@@ -6,11 +6,11 @@
 # side). Each round opens the attack's connections first and holds them while the legitimate
 # client connects; the client must move verified data within HARP_CONNECT_TIMEOUT_MS and the
 # server must drop every stray set-up and go on:
-#   garbage      64 random bytes
+#   garbage      96 random bytes (a hello's length)
 #   nonce        a well-formed hello with a wrong nonce (a handle of another listener)
 #   partial      10 bytes of a hello, then nothing
 #   slowloris    300 connections that never send
-#   oversized    a hello's 64 bytes of junk followed by 1 MiB more
+#   oversized    a hello's 96 bytes of junk followed by 1 MiB more
 #   reset        connections reset (RST) as soon as they are made
 #   many         1,000 connections at once, each sending garbage
 #

@@ -351,6 +351,15 @@ EOF
 	topo_log "impairment '$profile' on $ns_m"
 }
 
+# hop_impair_clear: takes the impairment off M (its nft table and its qdiscs), so that another
+# profile can go on while traffic flows.
+hop_impair_clear() {
+	[[ -n $ns_m ]] || return 0
+	ns_exec "$ns_m" nft delete table ip harp_impair 2>/dev/null || true
+	ns_exec "$ns_m" tc qdisc del dev "$if_ma" root 2>/dev/null || true
+	ns_exec "$ns_m" tc qdisc del dev "$if_mb" root 2>/dev/null || true
+}
+
 # hop_impair_stats: key=value counts of what M did (packets), for logs.
 hop_impair_stats() {
 	local name n

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The control messages' checkers (ctrlmsg.h). Each copies the bytes into its struct before it
+ * reads a field, so that a buffer of any alignment will do, and reads nothing before it knows
+ * the length is right.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "agent.h"
+#include "ctrlmsg.h"
+
+void ctrlmsg_handle_build(uint8_t bytes[HARP_HANDLE_SIZE], const struct ctrlmsg_handle *h)
+{
+	struct handle_wire hw = {
+		.magic = htonl(HANDLE_MAGIC),
+		.version = htons(HANDLE_VERSION),
+		.family = htons(AF_INET),
+		.ipv4 = h->ipv4,
+		.tcp_port = h->tcp_port,
+		.nonce = h->nonce,
+	};
+
+	memset(bytes, 0, HARP_HANDLE_SIZE);
+	memcpy(bytes, &hw, sizeof(hw));
+}
+
+int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *out, char *why,
+			 size_t whylen)
+{
+	struct handle_wire hw;
+
+	if (len < sizeof(hw)) {
+		snprintf(why, whylen, "a handle of %zu bytes, shorter than a harp handle's %zu",
+			 len, sizeof(hw));
+		return -EINVAL;
+	}
+	memcpy(&hw, bytes, sizeof(hw));
+	if (ntohl(hw.magic) != HANDLE_MAGIC) {
+		snprintf(why, whylen,
+			 "the handle is not a harp handle (magic 0x%08x, expected 0x%08x)",
+			 ntohl(hw.magic), HANDLE_MAGIC);
+		return -EINVAL;
+	}
+	if (ntohs(hw.version) != HANDLE_VERSION || ntohs(hw.family) != AF_INET || !hw.tcp_port ||
+	    !hw.ipv4) {
+		snprintf(why, whylen, "unsupported harp handle (version %u, family %u, port %u)",
+			 ntohs(hw.version), ntohs(hw.family), ntohs(hw.tcp_port));
+		return -EINVAL;
+	}
+	out->ipv4 = hw.ipv4;
+	out->tcp_port = hw.tcp_port;
+	out->nonce = hw.nonce;
+	return 0;
+}
+
+/* The numbers the connection will run on: an MTU IPv4 allows, an id, a UDP range in bounds. */
+static int hello_numbers(const struct hello *h, char *why, size_t whylen)
+{
+	unsigned int mtu = ntohs(h->mtu), port = ntohs(h->udp_port), count = ntohs(h->port_count);
+
+	if (mtu < HELLO_MIN_MTU || !h->conn_id || port < 1024 || !count ||
+	    port + count - 1 > 65535) {
+		snprintf(why, whylen, "nonsense in hello (mtu %u, id %u, UDP ports %u+%u)", mtu,
+			 ntohl(h->conn_id), port, count);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int ctrlmsg_hello_check(const void *bytes, size_t len, enum hello_type want, uint64_t nonce,
+			struct ctrlmsg_hello_view *view, char *why, size_t whylen)
+{
+	struct hello h;
+
+	view->type = 0;
+	view->refuse_errno = 0;
+	if (len != sizeof(h)) {
+		snprintf(why, whylen, "a hello of %zu bytes, not %zu", len, sizeof(h));
+		return -EPROTO;
+	}
+	memcpy(&h, bytes, sizeof(h));
+	if (ntohl(h.magic) != CHAN_MAGIC) {
+		snprintf(why, whylen,
+			 "the peer does not speak harp's control protocol (magic 0x%08x)",
+			 ntohl(h.magic));
+		return -EPROTO;
+	}
+	if (ntohs(h.version) != HELLO_VERSION) {
+		snprintf(why, whylen, "the peer runs another version of harp (control protocol %u, "
+			 "this side %u): run one harp release on every node",
+			 ntohs(h.version), HELLO_VERSION);
+		return -EPROTO;
+	}
+	view->type = ntohs(h.type);
+	if (view->type == HELLO_REFUSE) {
+		view->refuse_errno = ntohs(h.refuse_errno);
+		snprintf(why, whylen, "the listener refused the connection: %s",
+			 strerror(view->refuse_errno));
+		return view->refuse_errno ? -(int)view->refuse_errno : -ECONNREFUSED;
+	}
+	if (view->type != want) {
+		snprintf(why, whylen, "a hello of type %u where %u belongs", view->type,
+			 (unsigned int)want);
+		return -EPROTO;
+	}
+	if (want == HELLO_REQ && h.nonce != nonce) {
+		snprintf(why, whylen,
+			 "the connector used a handle of another listener (wrong nonce)");
+		return -EINVAL;
+	}
+	return hello_numbers(&h, why, whylen);
+}
+
+int ctrlmsg_chan_check(const void *bytes, size_t len, struct ctrlmsg_chan *out, char *why,
+		       size_t whylen)
+{
+	struct chan_msg m;
+
+	if (len != sizeof(m)) {
+		snprintf(why, whylen, "a control message of %zu bytes, not %zu", len, sizeof(m));
+		return -EPROTO;
+	}
+	memcpy(&m, bytes, sizeof(m));
+	out->type = ntohl(m.type);
+	if (ntohl(m.magic) != CHAN_MAGIC || (out->type != CHAN_CLOSE && out->type != CHAN_PATH)) {
+		snprintf(why, whylen, "unknown control message (magic 0x%08x type %u)",
+			 ntohl(m.magic), out->type);
+		return -EPROTO;
+	}
+	out->value = ntohl(m.value);
+	out->round = ntohl(m.reserved);
+	return 0;
+}
+
+int ctrlmsg_agent_check(const void *bytes, size_t len, char *why, size_t whylen)
+{
+	struct harp_agent_msg m;
+
+	if (len != sizeof(m)) {
+		snprintf(why, whylen, "a message of %zu bytes, not %zu", len, sizeof(m));
+		return -EBADMSG;
+	}
+	memcpy(&m, bytes, sizeof(m));
+	if (m.magic != HARP_AGENT_MAGIC) {
+		snprintf(why, whylen, "not a harp agent message (magic 0x%08x)", m.magic);
+	} else if (m.version != HARP_AGENT_VERSION) {
+		snprintf(why, whylen, "protocol version %u, and this side speaks %u", m.version,
+			 HARP_AGENT_VERSION);
+	} else if (!m.op || m.op >= HARP_AGENT_OP_END) {
+		snprintf(why, whylen, "unknown op %u", m.op);
+	} else if (!memchr(m.ifname, '\0', sizeof(m.ifname)) ||
+		   !memchr(m.text, '\0', sizeof(m.text))) {
+		snprintf(why, whylen, "an unterminated string");
+	} else {
+		return 0;
+	}
+	return -EBADMSG;
+}
