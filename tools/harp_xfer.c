@@ -14,9 +14,10 @@
  * every other message is verified as usual, so the connection must keep working past each one.
  *
  * --duration SEC (a soak) cycles through the sizes until SEC seconds have passed, then posts
- * nothing more and lets what is out complete for up to DRAIN_S seconds; what the peer no longer
- * answers (it stopped posting too) is left and counted as abandoned. Every message that completed
- * was verified as always.
+ * nothing more and, for DRAIN_S seconds, lets what is out complete and the peer (which started
+ * within moments of us) do the same before either closes; what the peer no longer answers (it
+ * stopped posting too, or closed at the end of its own drain) is left and counted as abandoned.
+ * Every message that completed was verified as always.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -498,6 +499,13 @@ static int step_flow(struct run *r, struct xconn *x, struct flow *f, bool is_rx,
 	}
 	while (f->completed < f->posted) {
 		err = test_oldest(r, x, f, is_rx, dir);
+		if (err == -ECONNRESET && r->stopping) {
+			/* --duration: the peer ended its own drain and closed; what it never
+			 * answered is left, as what it still had out is on its side */
+			r->abandoned += f->posted - f->completed;
+			f->completed = f->posted;
+			return 0;
+		}
 		if (err <= 0) {
 			return err;
 		}
@@ -507,15 +515,16 @@ static int step_flow(struct run *r, struct xconn *x, struct flow *f, bool is_rx,
 
 static int transfer(struct run *r, double deadline)
 {
-	double stop_at = r->o.duration_s ? now_s() + r->o.duration_s : 0;
+	double stop_at = r->o.duration_s ? now_s() + r->o.duration_s : 0, now;
 	int dir_tx = r->o.server ? 1 : 0, dir_rx = r->o.server ? 0 : 1;
 	long long remaining;
 	int i, err;
 
 	do {
-		if (stop_at && !r->stopping && now_s() > stop_at) {
+		now = now_s();
+		if (stop_at && !r->stopping && now > stop_at) {
 			r->stopping = true;
-			deadline = now_s() + DRAIN_S;
+			deadline = now + DRAIN_S;
 		}
 		remaining = 0;
 		for (i = 0; i < r->o.conns; i++) {
@@ -537,16 +546,17 @@ static int transfer(struct run *r, double deadline)
 			}
 		}
 		harp_ctx__progress(r->ctx);
-		if (now_s() > deadline && r->stopping) {
-			r->abandoned = remaining; /* the peer stopped posting their partners */
+		now = now_s();
+		if (now > deadline && r->stopping) {
+			r->abandoned += remaining; /* the peer stopped posting their partners */
 			return 0;
 		}
-		if (now_s() > deadline) {
+		if (now > deadline) {
 			fprintf(stderr, "harp-xfer: timed out with %lld messages outstanding\n",
 				remaining);
 			return -ETIMEDOUT;
 		}
-	} while (remaining);
+	} while (remaining || r->stopping); /* a drain lasts its time: the peer's may not be over */
 	return 0;
 }
 
