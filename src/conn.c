@@ -74,6 +74,7 @@ int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 	rtt_init(&c->rtt, RTO_INIT_US, RTO_MIN_US, RTO_MAX_US);
 	c->cwnd_max = cwnd_max;
 	c->paths_want = 1;
+	c->reo_mult = 1;
 	return 0;
 }
 
@@ -620,20 +621,25 @@ static void queue_rtx(struct harp_conn *c, struct tx_rec *rec, uint32_t psn)
 /*
  * RACK, per path: unacked packets sent well before the newest one acked on their path are lost.
  * And across paths, with the largest path RTT as the reordering window: a path that went dark
- * has no newer acked packet of its own to prove its losses.
+ * has no newer acked packet of its own to prove its losses. Both windows widen while the peer
+ * reports duplicates (reo_on_dup): a network that reorders more than a quarter of an RTT would
+ * otherwise have every late packet sent twice.
  */
 static void detect_loss(struct harp_conn *c)
 {
 	uint64_t reo_wnd[CONN_MAX_PATHS], reo_conn = 1000000;
-	uint32_t psn, scanned = 0, i;
+	uint32_t psn, scanned = 0, i, lost = 0;
 
 	for (i = 0; i < c->npaths; i++) {
 		const struct rtt_est *r = &c->paths[i].rtt;
 
-		reo_wnd[i] = (uint64_t)(r->have_sample ? r->srtt_us / 4 : 1000) * 1000;
+		reo_wnd[i] = (uint64_t)(r->have_sample ? r->srtt_us / 4 : 1000) * 1000 * c->reo_mult;
 		if (c->paths[i].live && r->have_sample && r->srtt_us * 1000ull > reo_conn) {
 			reo_conn = r->srtt_us * 1000ull;
 		}
+	}
+	if (c->reo_mult > 4) {
+		reo_conn = reo_conn * c->reo_mult / 4;
 	}
 	for (psn = c->snd_una; psn_before(psn, c->highest_acked) && scanned < RACK_SCAN_MAX;
 	     psn++, scanned++) {
@@ -648,7 +654,24 @@ static void detect_loss(struct harp_conn *c)
 			path_on_loss(c, p, psn);
 			c->stats.fast_retransmits++;
 			queue_rtx(c, rec, psn);
+			lost++;
 		}
+	}
+	/* losses the peer did not answer with a duplicate: the window may have grown too wide */
+	if (lost && c->reo_mult > 1 && ++c->reo_quiet >= CONN_REO_QUIET) {
+		c->reo_mult--;
+		c->reo_quiet = 0;
+	}
+}
+
+/* The peer saw a packet twice: what we judged lost was late. Widen RACK's window, once per RTT. */
+static void reo_on_dup(struct harp_conn *c, uint64_t now)
+{
+	c->reo_quiet = 0;
+	if (c->reo_mult < CONN_REO_MULT_MAX &&
+	    now - c->reo_bump_ns > (uint64_t)c->rtt.srtt_us * 1000) {
+		c->reo_mult++;
+		c->reo_bump_ns = now;
 	}
 }
 
@@ -1065,6 +1088,9 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	c->heard_ns = now;
 	if (h->type == HARP_PKT_ACK) {
 		on_ack(c, h->ack_psn, p->body, h->len * 8u, h->ts_echo, now);
+		if (h->flags & HARP_ACK_F_DUP) {
+			reo_on_dup(c, now);
+		}
 		if (h->flags & HARP_ACK_F_PING) {
 			/* the peer asks whether we are alive */
 			c->ack_due = c->ack_now = c->ack_twin = true;
@@ -1088,6 +1114,7 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	}
 	if (psn_before(psn, c->rcv_nxt) || rcv_bit(c, psn)) {
 		c->stats.rx_duplicates++;
+		c->dup_seen = true; /* tells the sender, whose reordering window may be too tight */
 		/* our ack went missing, or the sender retransmitted early */
 		c->ack_now = c->ack_twin = true;
 		return;
@@ -1583,6 +1610,10 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if (c->ping_due) {
 		h->flags = HARP_ACK_F_PING;
 		c->ping_due = false;
+	}
+	if (c->dup_seen) {
+		h->flags |= HARP_ACK_F_DUP;
+		c->dup_seen = false;
 	}
 	h->version = HARP_WIRE_VERSION;
 	h->type = HARP_PKT_ACK;

@@ -20,6 +20,8 @@
 #define CONN_ACK_EVERY 32 /* reliable packets per ack in order */
 #define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
 #define CONN_MAX_PATHS 32	/* HARP_PATHS at most */
+#define CONN_REO_MULT_MAX 16	/* RACK's window grows to at most 4 RTTs */
+#define CONN_REO_QUIET 16	/* losses found without a duplicate before the window shrinks */
 #define CONN_PROBE_CANDS 64	/* port pairs tried per probe round */
 /* Sends of at most CONN_EAGER_BYTES complete when their one packet first goes out: the payload
  * is copied into one of CONN_EAGER_SLOTS slots kept until the packet is acked. */
@@ -219,6 +221,12 @@ struct harp_conn {
 	uint32_t ssn_bound; /* sends before it know their buffer; from it to ssn_cur went unsolicited */
 	uint32_t unsol_tag[CONN_UNSOL_CREDITS]; /* those sends' tags, by ssn */
 	uint64_t rack_xmit_ns;			 /* send time of the latest packet acked */
+	/* RACK's reordering window, a quarter of the RTT times reo_mult (1..CONN_REO_MULT_MAX): one
+	 * more for each round trip in which the peer saw a packet twice, one less after
+	 * CONN_REO_QUIET losses found with no duplicate reported */
+	uint8_t reo_mult;
+	uint8_t reo_quiet;
+	uint64_t reo_bump_ns; /* when reo_mult last grew */
 	uint32_t highest_acked;			 /* one past the highest psn acked */
 	struct rtt_est rtt;
 	struct cc cc_before_rto[CONN_MAX_PATHS]; /* restored if the timeout proves spurious */
@@ -256,6 +264,7 @@ struct harp_conn {
 	bool ack_due;	   /* something arrived that the peer has not seen acked */
 	bool ack_now;	   /* the sender needs this ack at once (a message done, a hole, ...) */
 	bool ack_twin;	   /* a hole, a duplicate or a ping: a second copy on another path too */
+	bool dup_seen;	   /* a reliable packet arrived twice since the last ACK */
 	uint32_t recvs_open; /* receives taken and not yet finished */
 	uint32_t rx_since_ack;
 	uint32_t sacked_pending; /* bits set in rcv_bits */

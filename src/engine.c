@@ -147,6 +147,26 @@ void engine_notify(struct harp_engine *e, struct harp_conn *c)
 							memory_order_relaxed));
 }
 
+/*
+ * A connection was declared dead for silence. The cause may be ours: the XDP program that steers
+ * our packets here was detached or replaced (another tool, an operator). Say so, at most once a
+ * second per engine, since every connection of the engine goes silent together.
+ */
+static void explain_silence(struct harp_engine *e, uint64_t now)
+{
+	char why[200];
+
+	if (now - e->silence_checked_ns < 1000000000ull) {
+		return;
+	}
+	e->silence_checked_ns = now;
+	steer_check_attached(e->env.steer, why, sizeof(why));
+	if (why[0]) {
+		pr_err("engine %d on %s: %s; check with `harp-attach status %s` or `ip link show %s`",
+		       e->queue, e->env.ifname, why, e->env.ifname, e->env.ifname);
+	}
+}
+
 static void adopt(struct harp_engine *e, uint64_t now)
 {
 	struct harp_conn *c, *next;
@@ -647,6 +667,10 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
+			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_FAILED &&
+			    atomic_load_explicit(&c->fail_err, memory_order_relaxed) == -ETIMEDOUT) {
+				explain_silence(e, now);
+			}
 			if (conn_tx_pending(c)) {
 				tx_list_add(e, c); /* a retransmission, a probe round, or a safety net */
 			}

@@ -50,6 +50,7 @@ struct harp_engine {
 	_Atomic uint64_t next_due_ns;  /* when a pass must run next, packets aside (engine_due) */
 	uint32_t rng;
 	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
+	uint64_t silence_checked_ns; /* when a silent peer last made us check our XDP program */
 	struct harp_queue_stats stats;
 };
 

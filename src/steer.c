@@ -323,6 +323,7 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 		       strerror(-err));
 		goto err;
 	}
+	s->attached_id = cfg.attach_id;
 	if (!cfg.attach_id || (cfg.attach_id != drv_id && cfg.attach_id != skb_id)) {
 		char now[32] = "none";
 
@@ -520,6 +521,28 @@ static int write_config(struct steer *s, const char *ifname, uint16_t port_lo, u
 	return 0;
 }
 
+void steer_check_attached(struct steer *s, char *buf, size_t len)
+{
+	__u32 drv_id = 0, skb_id = 0;
+
+	buf[0] = '\0';
+	if (!s->attached_id || s->agent_fd >= 0 || attached_ids(s->ifindex, &drv_id, &skb_id)) {
+		return;
+	}
+	if (drv_id == s->attached_id || skb_id == s->attached_id) {
+		return;
+	}
+	if (!drv_id && !skb_id) {
+		snprintf(buf, len, "the XDP program that steered harp's packets (id %u) is no longer "
+			 "attached to the interface: its packets now go to the kernel",
+			 s->attached_id);
+	} else {
+		snprintf(buf, len, "the XDP program on the interface is now id %u, not id %u that "
+			 "steered harp's packets: something attached another program",
+			 drv_id ? drv_id : skb_id, s->attached_id);
+	}
+}
+
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
 		 uint16_t port_hi, const struct harp_params *params)
 {
@@ -592,6 +615,13 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	}
 	s->ifindex = ifindex;
 	s->xdp_mode = mode;
+	{
+		__u32 drv_id = 0, skb_id = 0;
+
+		if (!attached_ids(ifindex, &drv_id, &skb_id)) {
+			s->attached_id = mode == XDP_MODE_SKB ? skb_id : drv_id;
+		}
+	}
 	s->xsks_map_fd = bpf_map__fd(s->skel->maps.xsks_map);
 	s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 	s->config_fd = bpf_map__fd(s->skel->maps.harp_config);

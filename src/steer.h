@@ -15,6 +15,8 @@ struct steer {
 	struct xdp_program *prog;
 	int ifindex;
 	int xdp_mode; /* enum xdp_attach_mode it was attached with */
+	uint32_t attached_id; /* the XDP program id on the interface once steering began; 0: not
+			       * known (through the agent, this process asks the kernel nothing) */
 	int xsks_map_fd, counters_fd, config_fd;
 	int probe_map_fd; /* where probes arrived; -1 with a program older than probes */
 	int owners_fd;	  /* queue_owners; -1 with a program older than shared interfaces */
@@ -39,6 +41,12 @@ struct steer {
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
 		 uint16_t port_hi, const struct harp_params *params);
 void steer_detach(struct steer *s);
+/*
+ * When harp's connections go silent: is the XDP program that was attached when steering began
+ * still there? Writes a sentence saying what changed (detached, or replaced by program id N)
+ * into buf, or "" when nothing did or it cannot be known.
+ */
+void steer_check_attached(struct steer *s, char *buf, size_t len);
 /* Enters the AF_XDP socket fd bound to queue in the XSKMAP, or takes it out. */
 int steer_enter(struct steer *s, int queue, int fd);
 void steer_leave(struct steer *s, int queue);

@@ -24,6 +24,9 @@
 #define HARP_SACK_MAX_BYTES 512
 #define HARP_SACK_MAX_BITS (HARP_SACK_MAX_BYTES * 8)
 #define HARP_ACK_F_PING 0x0001 /* ACK flags: the peer must answer with an ACK at once */
+/* ACK flags: a reliable packet arrived twice since the last ACK (the sender sent again what was
+ * only late: its reordering window is too tight) */
+#define HARP_ACK_F_DUP 0x0002
 /* DATA flags: the sender's send already completed (it keeps a copy): its ack need not hurry */
 #define HARP_DATA_F_DONE 0x0001
 /* DATA flags: unsolicited, sent before the receive's CTS reached the sender: rsn holds the
@@ -63,7 +66,7 @@ struct harp_hdr {
 	uint64_t msg_len; /* DATA: message length; CTS: buffer capacity; MSGERR: rejected length */
 	uint64_t offset;  /* DATA: this payload's byte offset in the message */
 	uint16_t len;	  /* bytes after this header (payload, or the ACK's sack bitmap) */
-	uint16_t flags;	  /* ACK: HARP_ACK_F_PING; DATA: HARP_DATA_F_*; otherwise zero */
+	uint16_t flags;	  /* ACK: HARP_ACK_F_*; DATA: HARP_DATA_F_*; otherwise zero */
 	uint16_t trailer; /* first record: bytes after the frame's records (HARP_AUTH_TRAILER: a
 			   * MAC), 0: none; later records: 0 */
 	uint16_t reserved;

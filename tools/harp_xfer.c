@@ -18,6 +18,9 @@
  * within moments of us) do the same before either closes; what the peer no longer answers (it
  * stopped posting too, or closed at the end of its own drain) is left and counted as abandoned.
  * Every message that completed was verified as always.
+ *
+ * --idle SEC leaves the connections idle (set up, nothing posted, harp progressed) that long
+ * before the transfer: what happens to a connection whose path goes dark while nothing is out.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,7 +47,7 @@
 struct opts {
 	bool server;
 	const char *ifname, *handle_file;
-	int queues, conns, count, window, timeout_s, duration_s;
+	int queues, conns, count, window, timeout_s, duration_s, idle_s;
 	int recv_short; /* every recv_short-th message is too big for its receive; 0: none */
 	bool bidir, quiet;
 	uint64_t sizes[MAX_SIZES];
@@ -111,7 +114,8 @@ static void usage(void)
 		"usage: harp-xfer server|client --ifname IF --handle-file PATH [--queues N]\n"
 		"       (without --queues: HARP_QUEUES, auto by default, a count or a list such as 2-3)\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
-		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--duration SEC] [--quiet]\n");
+		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--duration SEC] [--idle SEC]\n"
+		"       [--quiet]\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -123,7 +127,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "window", required_argument, 0, 'w' }, { "bidir", no_argument, 0, 'b' },
 		{ "total", required_argument, 0, 't' },	 { "timeout", required_argument, 0, 'T' },
 		{ "quiet", no_argument, 0, 'Q' },	 { "recv-short", required_argument, 0, 'R' },
-		{ "duration", required_argument, 0, 'D' },
+		{ "duration", required_argument, 0, 'D' }, { "idle", required_argument, 0, 'I' },
 		{ 0, 0, 0, 0 },
 	};
 	char sizes_default[] = "1M";
@@ -165,6 +169,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'Q': o->quiet = true; break;
 		case 'R': o->recv_short = atoi(optarg); break;
 		case 'D': o->duration_s = atoi(optarg); break;
+		case 'I': o->idle_s = atoi(optarg); break;
 		default: usage(); return -1;
 		}
 	}
@@ -175,7 +180,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (o->conns < 1 || o->conns > MAX_CONNS || o->count < 1 || o->window < 1 ||
 	    o->window > WINDOW_MAX || o->queues < 0 || o->timeout_s < 1 || o->recv_short < 0 ||
-	    o->duration_s < 0 || (o->duration_s && o->timeout_s <= o->duration_s + DRAIN_S)) {
+	    o->duration_s < 0 || (o->duration_s && o->timeout_s <= o->duration_s + DRAIN_S) ||
+	    o->idle_s < 0) {
 		fprintf(stderr,
 			"harp-xfer: out of range: --conns %d (1-%d), --count %d (1 or more), "
 			"--window %d (1-%d), --queues %d, --timeout %d (1 s or more; with --duration, "
@@ -721,6 +727,10 @@ int main(int argc, char **argv)
 	err = plan(&r);
 	if (!err) {
 		err = setup_conns(&r, deadline);
+	}
+	for (double idle_end = now_s() + r.o.idle_s; !err && now_s() < idle_end;) {
+		harp_ctx__progress(r.ctx);
+		usleep(1000);
 	}
 	t0 = now_s();
 	if (!err) {

@@ -122,6 +122,12 @@ expect_error no_native_xdp 5 "lo|native|HARP_XDP_MODE=skb|harp-attach up lo|no s
 expect_error no_cap_net_raw 5 "$if_a|CAP_NET_RAW" -- \
 	"${in_a[@]}" capsh --drop=cap_net_raw -- -c 'exec "$@"' harp "$xfer" server \
 	--ifname "$if_a" --handle-file "$handle" --timeout 5
+# RLIMIT_MEMLOCK too small for the UMEM and no CAP_IPC_LOCK (which lifts it): the registration
+# fails, naming the limit and the capability that would lift it.
+# shellcheck disable=SC2016 # expanded by that shell
+expect_error small_memlock 5 "$if_a|RLIMIT_MEMLOCK|CAP_IPC_LOCK" -- \
+	"${in_a[@]}" capsh --drop=cap_ipc_lock -- -c 'ulimit -l 64 && exec "$@"' harp "$xfer" server \
+	--ifname "$if_a" --handle-file "$handle" --timeout 5
 head -c 128 /dev/urandom | xxd -p -c 128 >"$tmp/garbage"
 expect_error wrong_handle 5 "not a harp handle" -- \
 	"${in_a[@]}" "$xfer" client --ifname "$if_a" --handle-file "$tmp/garbage" --timeout 5

@@ -420,6 +420,77 @@ static void test_beyond_window(void **state)
 	free(r);
 }
 
+/*
+ * A packet that was only late: RACK sends it again, the receiver then sees it twice and says so
+ * in its next ACK (HARP_ACK_F_DUP), and the sender widens its reordering window, once per RTT.
+ */
+static void test_reorder_window_widens(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 20 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct pkt late, dup_ack;
+	struct conn_tx tx;
+	int i;
+
+	fill_pattern(src, len, 6);
+	r = announce_recv(p, dst, len, 9);
+	s = post_send(&p->a, src, len, 9);
+	assert_int_equal(p->a.reo_mult, 1);
+	for (i = 0; i < 10; i++) {
+		assert_true(conn_next_tx(&p->a, &tx, p->now));
+		wire_put(&p->ab, &tx);
+	}
+	p->now += 5000000;
+	emit(&p->a, &p->ab, p->now, false);
+	late = p->ab.p[3];
+	for (i = 0; i < 20; i++) {
+		if (i != 3) {
+			deliver_one(&p->b, &p->ab.p[i], p->now);
+		}
+	}
+	p->ab.n = 0;
+	p->now += 1000000;
+	emit(&p->b, &p->ba, p->now, false);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_int_equal(p->a.stats.fast_retransmits, 1);
+	/* the original arrives after all, then the copy: a duplicate, reported once */
+	deliver_one(&p->b, &late, p->now);
+	assert_true(conn_next_tx(&p->a, &tx, p->now));
+	assert_int_equal(tx.h.psn, 3);
+	wire_put(&p->ab, &tx);
+	deliver_all(&p->b, &p->ab, p->now);
+	assert_int_equal(p->b.stats.rx_duplicates, 1);
+	emit(&p->b, &p->ba, p->now, true);
+	assert_true(p->ba.n >= 1);
+	assert_int_equal(p->ba.p[0].h.type, HARP_PKT_ACK);
+	assert_true(p->ba.p[0].h.flags & HARP_ACK_F_DUP);
+	dup_ack = p->ba.p[0];
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_int_equal(p->a.reo_mult, 2);
+	/* the next ACK says nothing of it again */
+	p->b.ack_due = true;
+	emit(&p->b, &p->ba, p->now, true);
+	assert_true(p->ba.n >= 1);
+	assert_false(p->ba.p[0].h.flags & HARP_ACK_F_DUP);
+	p->ba.n = 0;
+	/* another report within the same RTT does not widen it again; one an RTT later does */
+	deliver_one(&p->a, &dup_ack, p->now + 1000);
+	assert_int_equal(p->a.reo_mult, 2);
+	deliver_one(&p->a, &dup_ack, p->now + 2 * (uint64_t)p->a.rtt.srtt_us * 1000 + 1000);
+	assert_int_equal(p->a.reo_mult, 3);
+	p->now += 2 * (uint64_t)p->a.rtt.srtt_us * 1000 + 2000;
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 /* One lost packet among later ones that are acked: RACK finds it, it goes again, same bytes. */
 static void test_rack_fast_retransmit(void **state)
 {
@@ -1477,6 +1548,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_beyond_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reorder_window_widens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rack_fast_retransmit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_and_undo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_peer_ping, setup, teardown),

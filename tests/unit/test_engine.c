@@ -85,6 +85,14 @@ void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 	(void)token;
 }
 
+void steer_check_attached(struct steer *s, char *buf, size_t len)
+{
+	(void)s;
+	if (len) {
+		buf[0] = '\0';
+	}
+}
+
 uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	(void)s;

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The XDP program that steers harp's packets is taken off the server's interface in the middle
+# of a transfer (an operator, another tool that owns XDP there): harp's packets go to the kernel
+# from then on. Both ends must fail in bounded time (HARP_PEER_TIMEOUT_MS=2000 plus 1.5 s) with
+# ETIMEDOUT, and the server must say what happened on its side: its program is gone.
+#
+#   xdp_gone.sh
+#
+# The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Exits 0 when every check
+# holds, 1 if one does not.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/netns/lib.sh
+source "$here/lib.sh"
+
+xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
+[[ -x $xfer ]] || { echo "xdp_gone: harp-xfer not found at '$xfer' (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
+xfer=$(realpath "$xfer")
+unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
+
+harness_init xdp-gone
+topo_pair 1500 1 || exit
+fail=0
+report() {
+	echo "xdp_gone: FAIL $*"
+	fail=1
+}
+
+export HARP_PEER_TIMEOUT_MS=2000
+args=(--sizes 1M --count 100000 --timeout 60)
+spawn_bounded 90 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
+	"${args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
+srv=$spawned_pid
+pids+=("$srv")
+wait_until 100 test -s "$tmp/handle" || true
+spawn_bounded 90 ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
+	"${args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
+cli=$spawned_pid
+pids+=("$cli")
+sleep 2
+if ! kill -0 "$srv" 2>/dev/null || ! kill -0 "$cli" 2>/dev/null; then
+	report "the transfer ended before the program could be taken off"
+	exit 1
+fi
+t0=${EPOCHREALTIME/./}
+ip -n "$ns_b" link set dev "$if_b" xdp off
+rc_s=0 rc_c=0
+wait "$srv" || rc_s=$?
+wait "$cli" || rc_c=$?
+ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+for end in server client; do
+	rc=$rc_s
+	[[ $end == client ]] && rc=$rc_c
+	line=$(grep -m 1 '^harp-xfer: ' "$tmp/$end.err" || true)
+	echo "xdp_gone: $end rc=$rc: ${line:-no failed request}"
+	grep -h 'harp: ERROR' "$tmp/$end.err" | head -n 3 | sed 's/^/    /'
+	((rc != 0)) || report "$end: exit 0, expected a failed request"
+	grep -q ': Connection timed out$' <<<"$line" ||
+		report "$end: the request did not fail with ETIMEDOUT (Connection timed out)"
+done
+grep -q "harp: ERROR: engine 0 on $if_b: the XDP program that steered harp's packets (id [0-9]*) is no longer attached" \
+	"$tmp/server.err" || report "the server did not say its XDP program is gone"
+((ms <= 3500)) || report "the two ended $ms ms after the program went, more than 3500"
+if ((fail)); then
+	exit 1
+fi
+echo "xdp_gone: held: both failed with ETIMEDOUT $ms ms after the program went; the server named it"
