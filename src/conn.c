@@ -667,6 +667,13 @@ static void detect_loss(struct harp_conn *c)
 /* The peer saw a packet twice: what we judged lost was late. Widen RACK's window, once per RTT. */
 static void reo_on_dup(struct harp_conn *c, uint64_t now)
 {
+	if (c->stats.timeouts != c->reo_timeouts) {
+		/* a timeout sends everything out again: its copies are duplicates whatever the
+		 * window; only those of fast retransmissions judge it */
+		c->reo_timeouts = c->stats.timeouts;
+		c->reo_bump_ns = now;
+		return;
+	}
 	c->reo_quiet = 0;
 	if (c->reo_mult < CONN_REO_MULT_MAX &&
 	    now - c->reo_bump_ns > (uint64_t)c->rtt.srtt_us * 1000) {

@@ -20,7 +20,7 @@
 #define CONN_ACK_EVERY 32 /* reliable packets per ack in order */
 #define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
 #define CONN_MAX_PATHS 32	/* HARP_PATHS at most */
-#define CONN_REO_MULT_MAX 16	/* RACK's window grows to at most 4 RTTs */
+#define CONN_REO_MULT_MAX 4	/* RACK's window grows to at most one RTT (RFC 8985's cap) */
 #define CONN_REO_QUIET 16	/* losses found without a duplicate before the window shrinks */
 #define CONN_PROBE_CANDS 64	/* port pairs tried per probe round */
 /* Sends of at most CONN_EAGER_BYTES complete when their one packet first goes out: the payload
@@ -227,6 +227,7 @@ struct harp_conn {
 	uint8_t reo_mult;
 	uint8_t reo_quiet;
 	uint64_t reo_bump_ns; /* when reo_mult last grew */
+	uint64_t reo_timeouts; /* stats.timeouts then: duplicates a timeout made prove nothing */
 	uint32_t highest_acked;			 /* one past the highest psn acked */
 	struct rtt_est rtt;
 	struct cc cc_before_rto[CONN_MAX_PATHS]; /* restored if the timeout proves spurious */
