@@ -816,6 +816,9 @@ static int env_setup(void)
 	bpf_map__set_pin_path(env.skel->maps.counters, NULL);
 	bpf_map__set_pin_path(env.skel->maps.harp_config, NULL);
 	bpf_map__set_pin_path(env.skel->maps.probe_queues, NULL);
+	/* pinned by name otherwise: the load fails where bpffs is not mounted at /sys/fs/bpf,
+	 * and leaves the map pinned there where it is */
+	bpf_map__set_pin_path(env.skel->maps.queue_owners, NULL);
 	err = harp_xdp__load(env.skel);
 	if (err) {
 		fprintf(stderr, "%sload harp_xdp: %s\n", err == -EPERM ? "skip: " : "",
