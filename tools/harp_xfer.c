@@ -21,6 +21,11 @@
  *
  * --idle SEC leaves the connections idle (set up, nothing posted, harp progressed) that long
  * before the transfer: what happens to a connection whose path goes dark while nothing is out.
+ *
+ * --slow-us US makes this side a slow consumer: after each round over its connections it does
+ * something else for US microseconds, calling nothing of harp. With HARP_IDLE_PROGRESS_US=0 (no
+ * keeper thread) the peer's packets pile up meanwhile: the receive ring overflows and the fill
+ * ring runs dry, and harp must slow down (losses, sent again), never lose or corrupt a message.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,7 +52,7 @@
 struct opts {
 	bool server;
 	const char *ifname, *handle_file;
-	int queues, conns, count, window, timeout_s, duration_s, idle_s;
+	int queues, conns, count, window, timeout_s, duration_s, idle_s, slow_us;
 	int recv_short; /* every recv_short-th message is too big for its receive; 0: none */
 	bool bidir, quiet;
 	uint64_t sizes[MAX_SIZES];
@@ -115,7 +120,7 @@ static void usage(void)
 		"       (without --queues: HARP_QUEUES, auto by default, a count or a list such as 2-3)\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
 		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--duration SEC] [--idle SEC]\n"
-		"       [--quiet]\n");
+		"       [--slow-us US] [--quiet]\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -128,7 +133,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "total", required_argument, 0, 't' },	 { "timeout", required_argument, 0, 'T' },
 		{ "quiet", no_argument, 0, 'Q' },	 { "recv-short", required_argument, 0, 'R' },
 		{ "duration", required_argument, 0, 'D' }, { "idle", required_argument, 0, 'I' },
-		{ 0, 0, 0, 0 },
+		{ "slow-us", required_argument, 0, 'S' },  { 0, 0, 0, 0 },
 	};
 	char sizes_default[] = "1M";
 	int c;
@@ -170,6 +175,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'R': o->recv_short = atoi(optarg); break;
 		case 'D': o->duration_s = atoi(optarg); break;
 		case 'I': o->idle_s = atoi(optarg); break;
+		case 'S': o->slow_us = atoi(optarg); break;
 		default: usage(); return -1;
 		}
 	}
@@ -181,13 +187,14 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	if (o->conns < 1 || o->conns > MAX_CONNS || o->count < 1 || o->window < 1 ||
 	    o->window > WINDOW_MAX || o->queues < 0 || o->timeout_s < 1 || o->recv_short < 0 ||
 	    o->duration_s < 0 || (o->duration_s && o->timeout_s <= o->duration_s + DRAIN_S) ||
-	    o->idle_s < 0) {
+	    o->idle_s < 0 || o->slow_us < 0 || o->slow_us > 1000000) {
 		fprintf(stderr,
 			"harp-xfer: out of range: --conns %d (1-%d), --count %d (1 or more), "
 			"--window %d (1-%d), --queues %d, --timeout %d (1 s or more; with --duration, "
-			"more than it and %d s), --recv-short %d, --duration %d\n",
+			"more than it and %d s), --recv-short %d, --duration %d, --idle %d, "
+			"--slow-us %d (0-1000000)\n",
 			o->conns, MAX_CONNS, o->count, o->window, WINDOW_MAX, o->queues, o->timeout_s,
-			DRAIN_S, o->recv_short, o->duration_s);
+			DRAIN_S, o->recv_short, o->duration_s, o->idle_s, o->slow_us);
 		return -1;
 	}
 	if (o->total) {
@@ -552,6 +559,9 @@ static int transfer(struct run *r, double deadline)
 			}
 		}
 		harp_ctx__progress(r->ctx);
+		if (r->o.slow_us) {
+			usleep((useconds_t)r->o.slow_us); /* busy elsewhere: harp is not called */
+		}
 		now = now_s();
 		if (now > deadline && r->stopping) {
 			r->abandoned += remaining; /* the peer stopped posting their partners */

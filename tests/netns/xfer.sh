@@ -18,6 +18,8 @@
 #     --expect-queues N     fail unless both sides received and sent packets on each queue < N
 #     --expect-fill-deeper  fail unless the server (the receiver) deepened its fill ring past
 #                           its starting 256 frames (a burst of probes may deepen the client's)
+#     --expect-frames-short fail unless the server's socket dropped packets for want of frames
+#                           (xdp_fill_ring_empty or xdp_rx_ring_full above 0)
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -35,7 +37,7 @@ usage() {
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
-auth=0 expect_rx_bad_auth=0
+auth=0 expect_rx_bad_auth=0 expect_short=0
 limit=""
 while (($#)); do
 	case $1 in
@@ -48,6 +50,7 @@ while (($#)); do
 	--auth) auth=1 ;;
 	--expect-rx-bad-auth) expect_rx_bad_auth=1 ;;
 	--expect-fill-deeper) expect_fill=1 ;;
+	--expect-frames-short) expect_short=1 ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
@@ -241,6 +244,12 @@ if ((expect_fill)); then
 	if ((${fill_server:-0} <= 256)); then
 		report "the server's fill ring stayed ${fill_server:-missing} frames deep (expected > 256)"
 	fi
+fi
+if ((expect_short)); then
+	short=$(sed -n 's/^xdp_\(fill_ring_empty\|rx_ring_full\)=\([0-9]*\)$/\2/p' "$tmp/server.out" |
+		awk '{ s += $1 } END { print s + 0 }')
+	((short > 0)) || report "the server never ran short of frames (xdp_fill_ring_empty and" \
+		"xdp_rx_ring_full are 0): the test did not exhaust them"
 fi
 # Each queue's engine must have carried traffic both ways, on both sides.
 for ((q = 0; q < expect_queues; q++)); do
