@@ -18,21 +18,8 @@
 
 #include "agent.h"
 #include "ctrlmsg.h"
+#include "fuzz_check.h"
 #include "fuzz_ctrl.h"
-
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			abort();                                                               \
-		}                                                                              \
-	} while (0)
-
-/* A reason, NUL-terminated inside its buffer (which the caller filled with 'x' first). */
-static void check_why(const char *why, size_t size)
-{
-	CHECK(why[0] != '\0' && why[0] != 'x');
-	CHECK(memchr(why, '\0', size) != NULL);
-}
 
 static void check_hello_accepted(const struct hello *h, enum hello_type want)
 {

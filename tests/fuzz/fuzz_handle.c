@@ -16,20 +16,7 @@
 #include <sys/socket.h>
 
 #include "ctrlmsg.h"
-
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			abort();                                                               \
-		}                                                                              \
-	} while (0)
-
-/* why, once a checker has written it: a line that ends inside the buffer. */
-static void check_why(const char *why, size_t size)
-{
-	CHECK(why[0] != '\0');
-	CHECK(memchr(why, '\0', size) != NULL);
-}
+#include "fuzz_check.h"
 
 static void check_accepted(const uint8_t *data, const struct ctrlmsg_handle *h)
 {

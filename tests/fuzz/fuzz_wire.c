@@ -14,14 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "wire.h"
-
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			abort();                                                               \
-		}                                                                              \
-	} while (0)
 
 static uint8_t rebuilt[65536 + HARP_FRAME_OVERHEAD];
 

@@ -23,10 +23,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$here/../netns/lib.sh"
 
-xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
-[[ -x $xfer ]] || { echo "listener: $xfer is not built (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
-xfer=$(realpath "$xfer")
-unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
+use_xfer listener
 command -v python3 >/dev/null || { echo "listener: missing python3" >&2; exit 1; }
 
 harness_init listener

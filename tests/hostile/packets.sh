@@ -26,10 +26,7 @@ source "$here/../netns/lib.sh"
 flood_s=${1:-3}
 auth=${2:-}
 [[ -z $auth || $auth == auth ]] || { echo "usage: packets.sh [FLOOD_S [auth]]" >&2; exit 2; }
-xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
-[[ -x $xfer ]] || { echo "packets: $xfer is not built (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
-xfer=$(realpath "$xfer")
-unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
+use_xfer packets
 
 harness_init packets
 if [[ $auth ]]; then

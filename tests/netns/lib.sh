@@ -522,6 +522,16 @@ topo_cleanup() {
 	topo_made="" topo_files=""
 }
 
+# use_xfer NAME: sets xfer to harp-xfer's full path ($HARP_XFER, else
+# ${BUILD_DIR:-build}/harp-xfer), or ends the script with a line from NAME saying where it looked.
+# Unsets HARP_XFER: it is ours, not harp's, and harp refuses HARP_* names it does not know.
+use_xfer() {
+	xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
+	[[ -x $xfer ]] || { echo "$1: harp-xfer not found at '$xfer' (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
+	xfer=$(realpath "$xfer")
+	unset HARP_XFER
+}
+
 # harness_init NAME: a scratch directory in $tmp, an empty pids array for the timeout wrappers a
 # script spawns, and traps that end those (by PID), remove the topology and the directory however
 # the script exits. A script may define harness_cleanup_extra to run first.

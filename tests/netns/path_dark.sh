@@ -23,10 +23,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$here/lib.sh"
 
-xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
-[[ -x $xfer ]] || { echo "path_dark: harp-xfer not found at '$xfer' (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
-xfer=$(realpath "$xfer")
-unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
+use_xfer path_dark
 
 harness_init path-dark
 topo_hop 1500 1 || exit

@@ -17,10 +17,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$here/lib.sh"
 
-xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
-[[ -x $xfer ]] || { echo "xdp_gone: harp-xfer not found at '$xfer' (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
-xfer=$(realpath "$xfer")
-unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
+use_xfer xdp_gone
 
 harness_init xdp-gone
 topo_pair 1500 1 || exit
