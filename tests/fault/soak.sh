@@ -25,10 +25,7 @@ sample_s=${2:-30}
 profile_s=${3:-$(((duration + 8) / 9))}
 slack_kib=${RSS_SLACK_KIB:-2048}
 profiles=(none drop1 drop5 reorder dup2 corrupt ratecap all)
-xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
-[[ -x $xfer ]] || { echo "soak: $xfer is not built (set HARP_XFER or BUILD_DIR)" >&2; exit 1; }
-xfer=$(realpath "$xfer")
-unset HARP_XFER # ours, not harp's: harp refuses HARP_* names it does not know
+use_xfer soak
 ((duration >= 30 && sample_s >= 1 && profile_s >= 5)) ||
 	{ echo "soak: DURATION at least 30, SAMPLE_S at least 1, PROFILE_S at least 5" >&2; exit 2; }
 
