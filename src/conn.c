@@ -621,9 +621,9 @@ static void queue_rtx(struct harp_conn *c, struct tx_rec *rec, uint32_t psn)
 /*
  * RACK, per path: unacked packets sent well before the newest one acked on their path are lost.
  * And across paths, with the largest path RTT as the reordering window: a path that went dark
- * has no newer acked packet of its own to prove its losses. Both windows widen while the peer
- * reports duplicates (reo_on_dup): a network that reorders more than a quarter of an RTT would
- * otherwise have every late packet sent twice.
+ * has no newer acked packet of its own to prove its losses. The per-path window widens to half
+ * an RTT while the peer reports duplicates (reo_on_dup): a network that reorders more than a
+ * quarter of an RTT would otherwise have every late packet sent twice.
  */
 static void detect_loss(struct harp_conn *c)
 {
@@ -637,9 +637,6 @@ static void detect_loss(struct harp_conn *c)
 		if (c->paths[i].live && r->have_sample && r->srtt_us * 1000ull > reo_conn) {
 			reo_conn = r->srtt_us * 1000ull;
 		}
-	}
-	if (c->reo_mult > 4) {
-		reo_conn = reo_conn * c->reo_mult / 4;
 	}
 	for (psn = c->snd_una; psn_before(psn, c->highest_acked) && scanned < RACK_SCAN_MAX;
 	     psn++, scanned++) {

@@ -20,7 +20,7 @@
 #define CONN_ACK_EVERY 32 /* reliable packets per ack in order */
 #define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
 #define CONN_MAX_PATHS 32	/* HARP_PATHS at most */
-#define CONN_REO_MULT_MAX 4	/* RACK's window grows to at most one RTT (RFC 8985's cap) */
+#define CONN_REO_MULT_MAX 2	/* RACK's window grows to at most half an RTT (docs/PROTOCOL.md) */
 #define CONN_REO_QUIET 16	/* losses found without a duplicate before the window shrinks */
 #define CONN_PROBE_CANDS 64	/* port pairs tried per probe round */
 /* Sends of at most CONN_EAGER_BYTES complete when their one packet first goes out: the payload

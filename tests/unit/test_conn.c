@@ -475,12 +475,16 @@ static void test_reorder_window_widens(void **state)
 	assert_true(p->ba.n >= 1);
 	assert_false(p->ba.p[0].h.flags & HARP_ACK_F_DUP);
 	p->ba.n = 0;
-	/* another report within the same RTT does not widen it again; one an RTT later does */
+	/* reports widen it at most once per RTT (set back to 1 here to see that), and never past
+	 * CONN_REO_MULT_MAX */
+	p->a.reo_mult = 1;
 	deliver_one(&p->a, &dup_ack, p->now + 1000);
-	assert_int_equal(p->a.reo_mult, 2);
+	assert_int_equal(p->a.reo_mult, 1);
 	deliver_one(&p->a, &dup_ack, p->now + 2 * (uint64_t)p->a.rtt.srtt_us * 1000 + 1000);
-	assert_int_equal(p->a.reo_mult, 3);
-	p->now += 2 * (uint64_t)p->a.rtt.srtt_us * 1000 + 2000;
+	assert_int_equal(p->a.reo_mult, 2);
+	deliver_one(&p->a, &dup_ack, p->now + 4 * (uint64_t)p->a.rtt.srtt_us * 1000 + 1000);
+	assert_int_equal(p->a.reo_mult, CONN_REO_MULT_MAX);
+	p->now += 4 * (uint64_t)p->a.rtt.srtt_us * 1000 + 2000;
 	run_clean(p);
 	assert_int_equal(req_state(r), REQ_DONE);
 	assert_int_equal(req_state(s), REQ_DONE);
