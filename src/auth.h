@@ -26,6 +26,7 @@
 /* What one side says in its hello. */
 #define AUTH_F_WANT 0x01 /* this side's HARP_AUTH is on */
 #define AUTH_F_AES 0x02	 /* this side can run AES-256-GCM at speed */
+#define AUTH_F_KEY 0x04	 /* the hello's auth_pk holds a key */
 
 struct auth_keypair {
 	uint8_t pk[AUTH_PUBKEY_BYTES];

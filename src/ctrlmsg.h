@@ -83,7 +83,6 @@ struct hello {
 	uint8_t auth_pk[AUTH_PUBKEY_BYTES]; /* with AUTH_F_KEY: an X25519 public key */
 };
 _Static_assert(sizeof(struct hello) == 96, "hello is 96 bytes");
-#define AUTH_F_KEY 0x04 /* auth_pk holds a key */
 
 /* A hello's type and refusal, in host order; the rest stays in the struct hello. */
 struct ctrlmsg_hello_view {

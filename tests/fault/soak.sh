@@ -40,15 +40,10 @@ topo_hop 1500 1 || exit 1
 limit=$((duration + 90))
 args=(--bidir --conns 4 --sizes 1,4095,64K,1M --count 4 --window 8 --duration "$duration"
 	--timeout $((duration + 60)))
-spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
-	--handle-file "$tmp/handle" "${args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
+spawn_xfer server "$limit" -- "${args[@]}"
 srv=$spawned_pid
-pids+=("$srv")
-wait_until 100 test -s "$tmp/handle" || true
-spawn_bounded "$limit" ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
-	--handle-file "$tmp/handle" "${args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
+spawn_xfer client "$limit" -- "${args[@]}"
 cli=$spawned_pid
-pids+=("$cli")
 
 # the harp-xfer process under each timeout wrapper (ip netns exec replaced itself with it)
 child_of() {

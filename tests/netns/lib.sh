@@ -532,6 +532,29 @@ use_xfer() {
 	unset HARP_XFER
 }
 
+# spawn_xfer ROLE LIMIT [NAME=VALUE...] -- ARGS...: harp-xfer ROLE (the server in B, the client
+# in A) under spawn_bounded LIMIT, with those variables set and ARGS after its interface and
+# $tmp/handle; its output in $tmp/ROLE.out and $tmp/ROLE.err, its wrapper's pid in spawned_pid and
+# in pids. A server is given up to 10 s to write the handle before this returns.
+spawn_xfer() {
+	local role=$1 limit=$2 ns=$ns_a ifname=$if_a vars=()
+	shift 2
+	while [[ $1 != -- ]]; do
+		vars+=("$1")
+		shift
+	done
+	shift
+	if [[ $role == server ]]; then
+		ns=$ns_b ifname=$if_b
+	fi
+	spawn_bounded "$limit" ip netns exec "$ns" env "${vars[@]}" "$xfer" "$role" \
+		--ifname "$ifname" --handle-file "$tmp/handle" "$@" >"$tmp/$role.out" 2>"$tmp/$role.err"
+	pids+=("$spawned_pid")
+	if [[ $role == server ]]; then
+		wait_until 100 test -s "$tmp/handle" || true
+	fi
+}
+
 # harness_init NAME: a scratch directory in $tmp, an empty pids array for the timeout wrappers a
 # script spawns, and traps that end those (by PID), remove the topology and the directory however
 # the script exits. A script may define harness_cleanup_extra to run first.

@@ -34,16 +34,10 @@ report() {
 }
 
 args=(--sizes 1M --count 4 --bidir --idle 8 --timeout 60)
-export HARP_PEER_TIMEOUT_MS=2000
-spawn_bounded 90 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
-	"${args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
+spawn_xfer server 90 HARP_PEER_TIMEOUT_MS=2000 -- "${args[@]}"
 srv=$spawned_pid
-pids+=("$srv")
-wait_until 100 test -s "$tmp/handle" || true
-spawn_bounded 90 ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
-	"${args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
+spawn_xfer client 90 HARP_PEER_TIMEOUT_MS=2000 -- "${args[@]}"
 cli=$spawned_pid
-pids+=("$cli")
 
 # set-up takes well under a second here; then the cut, while both idle
 sleep 1

@@ -28,15 +28,10 @@ report() {
 }
 
 args=(--sizes 1M --count 100000 --timeout 60)
-spawn_bounded 90 ip netns exec "$ns_b" env HARP_PEER_TIMEOUT_MS=1500 "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
-	"${args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
+spawn_xfer server 90 HARP_PEER_TIMEOUT_MS=1500 -- "${args[@]}"
 srv=$spawned_pid
-pids+=("$srv")
-wait_until 100 test -s "$tmp/handle" || true
-spawn_bounded 90 ip netns exec "$ns_a" env HARP_PEER_TIMEOUT_MS=3000 "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
-	"${args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
+spawn_xfer client 90 HARP_PEER_TIMEOUT_MS=3000 -- "${args[@]}"
 cli=$spawned_pid
-pids+=("$cli")
 sleep 2
 if ! kill -0 "$srv" 2>/dev/null || ! kill -0 "$cli" 2>/dev/null; then
 	report "the transfer ended before the program could be taken off"
