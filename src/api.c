@@ -61,6 +61,10 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 			"build configured with -DHARP_FAULT_INJECTION=ON has one)",
 			p->fault_drop_ppm);
 	}
+	if (p->fault_zc_stall_ms) {
+		pr_warn("HARP_FAULT_ZC_STALL_MS=%d is ignored: this build has no fault injector",
+			p->fault_zc_stall_ms);
+	}
 #endif
 	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
 		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
@@ -188,6 +192,7 @@ static int ctx_engines(struct harp_ctx *ctx)
 		.steer = &ctx->steer,
 		.ifname = ctx->ifi.name,
 		.release = conn_destroy,
+		.copy_fallback = &ctx->copy_fallback,
 	};
 	int q, err;
 
@@ -287,10 +292,13 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		bits |= 1ull << ctx->engines[q].queue;
 	}
 	queue_set_text(queues, sizeof(queues), bits);
-	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode, IP MTU %d (%u payload bytes "
-		"per packet), UMEM on %s",
+	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
+		"bytes per packet), UMEM on %s",
 		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
-		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy", ctx->ip_mtu, ctx->payload_max,
+		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy",
+		ctx->engines[0].port.zc_refused ? " (zero copy refused: " : "",
+		ctx->engines[0].port.zc_refused ? strerror(ctx->engines[0].port.zc_refused) : "",
+		ctx->engines[0].port.zc_refused ? ")" : "", ctx->ip_mtu, ctx->payload_max,
 		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
 	return ctx;
 

@@ -1247,6 +1247,17 @@ static void check_idle_peer(struct harp_conn *c, uint64_t now, uint64_t peer_tim
 	}
 }
 
+uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now)
+{
+	if (c->snd_una != c->snd_nxt) {
+		return now - c->last_ack_ns;
+	}
+	if (c->recvs_open || c->ssn_tail != c->ssn_next) {
+		return now - c->heard_ns;
+	}
+	return 0;
+}
+
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 {
 	uint32_t psn, i;

@@ -291,6 +291,9 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 bool conn_take_request(struct harp_conn *c, struct harp_req *r);
 /* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
  * flight). */
+/* How long c has waited on its peer: since the last new ack while packets are in flight, since
+ * the last packet while requests wait; 0 when nothing waits. */
+uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now);
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
 /* Does a pending request read or write [addr, addr+len)? */
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);

@@ -28,6 +28,7 @@ struct harp_ctx {
 	int nconns; /* ids in use */
 	_Atomic uint32_t next_engine;
 	struct engine_keeper keeper; /* runs engines no caller has run lately */
+	_Atomic bool copy_fallback;  /* a zero-copy socket stalled: every engine binds in copy mode */
 };
 
 /* Connection ids: slot in the low 12 bits, a generation above, never 0. */

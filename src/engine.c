@@ -48,6 +48,8 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 		goto err_epoll;
 	}
 	steer_claim(env->steer, queue);
+	e->rx_last_ns = now_ns();
+	e->zc_opened_ns = e->rx_last_ns;
 	return 0;
 
 err_epoll:
@@ -638,6 +640,107 @@ static void read_control(struct harp_engine *e, uint64_t now, bool now_too)
 	}
 }
 
+/* ---- the zero-copy watchdog (ENGINE_ZC_STALL_DIV) ------------------------------------------ */
+
+#ifdef HARP_FAULT_INJECTION
+/* HARP_FAULT_ZC_STALL_MS: the zero-copy socket's frames stop going back to the fill ring, so the
+ * driver runs out of buffers and delivers nothing, as a stalled driver or hypervisor would. */
+static void fault_zc_stall(struct harp_engine *e, uint64_t now)
+{
+	uint64_t after = (uint64_t)e->env.params->fault_zc_stall_ms * 1000000ull;
+
+	if (after && e->port.zerocopy && !e->port.no_refill && now - e->zc_opened_ns >= after) {
+		e->port.no_refill = true;
+		pr_info("engine %d: HARP_FAULT_ZC_STALL_MS: frames no longer go back to the fill ring "
+			"of %s queue %d",
+			e->queue, e->env.ifname, e->queue);
+	}
+}
+#else
+static void fault_zc_stall(struct harp_engine *e, uint64_t now)
+{
+	(void)e;
+	(void)now;
+}
+#endif
+
+/*
+ * Whether this engine's zero-copy socket looks stalled: it delivered nothing for stall_ns while
+ * a connection waited on its peer at least as long. The first engine to find one says so and
+ * raises the context's flag; each zero-copy engine then binds again in copy mode.
+ */
+static void zc_watch(struct harp_engine *e, uint64_t now)
+{
+	uint64_t stall_ns = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull /
+			    ENGINE_ZC_STALL_DIV;
+	struct harp_conn *c;
+	char driver[64];
+
+	if (!e->port.zerocopy || now - e->rx_last_ns < stall_ns ||
+	    e->env.params->bind_mode == HARP_BIND_ZEROCOPY || !e->env.copy_fallback) {
+		return;
+	}
+	for (c = e->conns; c; c = c->links.next_active) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
+		    conn_waited_ns(c, now) >= stall_ns) {
+			break;
+		}
+	}
+	if (!c || atomic_exchange(e->env.copy_fallback, true)) {
+		return;
+	}
+	xsk_driver_name(e->env.ifname, driver, sizeof(driver));
+	pr_warn("engine %d: the zero-copy socket of %s queue %d (driver %s) delivered nothing for "
+		"%llu ms while conn %u waited on its peer: taking the driver for stalled, %s falls "
+		"back to copy mode (HARP_BIND_MODE=zerocopy would keep zero copy)",
+		e->queue, e->env.ifname, e->queue, driver[0] ? driver : "unknown",
+		(unsigned long long)((now - e->rx_last_ns) / 1000000), c->id, e->env.ifname);
+}
+
+/* The port is gone (port_err): every connection of the engine fails with its error. */
+static void fail_all(struct harp_engine *e)
+{
+	struct harp_conn *c;
+
+	for (c = e->conns; c; c = c->links.next_active) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			conn_fail(c, e->port_err);
+		}
+	}
+}
+
+/*
+ * Binds this engine's queue again in copy mode: a new socket and UMEM, entered in the XSKMAP
+ * in place of the old. What was on the old rings is lost, as a NIC drops it, and sent again.
+ * Fails every connection of the engine when the queue cannot be bound again.
+ */
+static void rebind_copy(struct harp_engine *e, uint64_t now)
+{
+	struct harp_params params = *e->env.params;
+	int err;
+
+	params.bind_mode = HARP_BIND_COPY;
+	xsk_port_close(&e->port);
+	err = xsk_port_open(&e->port, e->env.ifname, e->queue, &params, XSK_BUSY_WAIT_MS);
+	if (!err) {
+		err = steer_enter(e->env.steer, e->queue, e->port.fd);
+		if (err) {
+			xsk_port_close(&e->port);
+		}
+	}
+	e->rx_last_ns = now;
+	if (!err) {
+		pr_info("engine %d: %s queue %d bound again in copy mode", e->queue, e->env.ifname,
+			e->queue);
+		return;
+	}
+	pr_err("engine %d: binding %s queue %d again in copy mode failed: %s; its connections fail",
+	       e->queue, e->env.ifname, e->queue, strerror(-err));
+	e->port_err = err;
+	e->port.fd = -1; /* the keeper polls nothing of it */
+	fail_all(e);
+}
+
 static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keeper)
 {
 	uint64_t peer_timeout = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull;
@@ -652,6 +755,8 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 	}
 	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
+	fault_zc_stall(e, now);
+	zc_watch(e, now);
 	for (c = e->conns; c; c = next) {
 		next = c->links.next_active;
 		if (c->lingering && conn_linger_done(c)) {
@@ -736,6 +841,15 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 				      memory_order_relaxed);
 	}
 	adopt(e, now);
+	if (p->zerocopy && e->env.copy_fallback &&
+	    atomic_load_explicit(e->env.copy_fallback, memory_order_relaxed)) {
+		rebind_copy(e, now);
+	}
+	if (e->port_err) {
+		fail_all(e); /* connections adopted since */
+		atomic_store_explicit(&e->busy, false, memory_order_release);
+		return 0;
+	}
 	xsk_port_reclaim(p);
 	for (i = 0; i < 4; i++) {
 		n = rx_batch(e, now);
@@ -743,6 +857,9 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 		if (n < RX_BATCH) {
 			break;
 		}
+	}
+	if (rx) {
+		e->rx_last_ns = now;
 	}
 	xsk_port_wake_rx(p);
 	take_requests(e, now);

@@ -27,6 +27,9 @@ struct engine_env {
 	/* Frees a connection the engine has finished with (closed, or the engine going away);
 	 * the layer that made the connection owns its memory and sockets. */
 	void (*release)(struct harp_conn *c);
+	/* Shared by a context's engines: set once one finds its zero-copy socket stalled, and
+	 * then every zero-copy engine binds its queue again in copy mode (engine_zc_watch). */
+	_Atomic bool *copy_fallback;
 };
 
 struct harp_engine {
@@ -51,6 +54,9 @@ struct harp_engine {
 	uint32_t rng;
 	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
 	uint64_t silence_checked_ns; /* when a silent peer last made us check our XDP program */
+	uint64_t rx_last_ns;	     /* when the socket last delivered a packet (or opened) */
+	uint64_t zc_opened_ns;	     /* when the zero-copy socket opened (the stall fault) */
+	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
 	struct harp_queue_stats stats;
 };
 
@@ -127,5 +133,16 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c);
 void engine_handover(struct harp_engine *e, struct harp_conn *c);
 /* c's submit ring has a new request: the engine's next pass takes it (the data thread). */
 void engine_notify(struct harp_engine *e, struct harp_conn *c);
+
+/*
+ * A zero-copy socket that delivers nothing for half of HARP_PEER_TIMEOUT_MS while a connection
+ * of its engine waits on its peer is taken for a stalled driver. A live peer answers the pings
+ * that start at a quarter of the timeout within a round trip (its keeper thread does when its
+ * caller is away), and a dead one leaves only its own connections silent, so such silence on a
+ * whole socket is the driver's: a hypervisor that stops filling the receive queue, as QEMU 7.2
+ * does under its software RSS (tests/vm). Then the interface falls back to copy mode, unless
+ * HARP_BIND_MODE=zerocopy demanded zero copy.
+ */
+#define ENGINE_ZC_STALL_DIV 2
 
 #endif

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * AF_XDP sockets through libxdp's ring helpers. The fill and completion rings have room for half
- * of the UMEM's frames; the fill ring holds XSK_FILL_START of them at first and more as bursts
- * need, the pool the rest for transmit. The XDP program is ours (steer.c), so
+ * of the UMEM's frames; the fill ring holds XSK_FILL_START of them at first (stocked before the
+ * bind) and more as bursts need, or all it has room for in zero-copy mode, the pool the rest for
+ * transmit. The XDP program is ours (steer.c), so
  * libxdp is told not to load its own, and the socket is entered into our XSKMAP by hand.
  */
 #include <errno.h>
@@ -62,10 +63,47 @@ static const char *bind_hint(int err)
 	}
 }
 
+void xsk_driver_name(const char *ifname, char *out, size_t len)
+{
+	char path[96], target[256];
+	const char *slash;
+	ssize_t n;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device/driver", ifname);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0) {
+		return;
+	}
+	target[n] = '\0';
+	slash = strrchr(target, '/');
+	snprintf(out, len, "%.63s", slash ? slash + 1 : target);
+}
+
+/*
+ * What a driver needs before it binds zero-copy, for the line that says why it did not. Drivers
+ * this was measured on; others get the errno alone.
+ */
+static const char *zerocopy_need(const char *driver, int err)
+{
+	if (!strcmp(driver, "virtio_net")) {
+		return err == EINVAL ? "virtio-net binds zero-copy only when the device offers "
+				       "VIRTIO_F_ACCESS_PLATFORM (QEMU: iommu_platform=on), and kernel "
+				       "6.18 answers EINVAL without it" :
+				       "virtio-net binds zero-copy on kernel 6.18 with "
+				       "VIRTIO_F_ACCESS_PLATFORM (QEMU: iommu_platform=on); 6.12 has none";
+	}
+	if (!strcmp(driver, "veth") || !driver[0]) {
+		return "veth has no zero copy";
+	}
+	return "the driver, or the way it is set up, has no AF_XDP zero copy";
+}
+
 static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bind_mode,
 		       bool quiet_busy)
 {
-	int err;
+	char driver[64];
+	int err, zc_err = 0;
 
 	if (bind_mode != HARP_BIND_COPY) {
 		err = bind_socket(p, ifname, queue, XDP_ZEROCOPY);
@@ -73,24 +111,52 @@ static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bi
 			p->zerocopy = true;
 			return 0;
 		}
-		if (bind_mode == HARP_BIND_ZEROCOPY || (err != -EOPNOTSUPP && err != -EPROTONOSUPPORT)) {
-			if (err == -EBUSY && quiet_busy) {
-				return err;
-			}
-			pr_err("xsk: zero-copy bind of %s queue %d failed: %s%s", ifname, queue,
-			       strerror(-err), bind_hint(-err));
+		if (err == -EBUSY && quiet_busy) {
+			return err; /* copy mode would find the queue held too */
+		}
+		if (bind_mode == HARP_BIND_ZEROCOPY) {
+			xsk_driver_name(ifname, driver, sizeof(driver));
+			pr_err("xsk: zero-copy bind of %s queue %d failed: %s (HARP_BIND_MODE=zerocopy; "
+			       "driver %s: %s)%s",
+			       ifname, queue, strerror(-err), driver[0] ? driver : "unknown",
+			       zerocopy_need(driver, -err), err == -EBUSY ? bind_hint(-err) : "");
 			return err;
 		}
+		/* auto: whatever the driver refused, copy mode may still work, so it is tried */
+		zc_err = -err;
 	}
 	err = bind_socket(p, ifname, queue, XDP_COPY);
 	if (err && !(err == -EBUSY && quiet_busy)) {
-		pr_err("xsk: bind of %s queue %d failed: %s%s", ifname, queue, strerror(-err),
-		       bind_hint(-err));
+		pr_err("xsk: bind of %s queue %d failed: %s%s%s%s", ifname, queue, strerror(-err),
+		       bind_hint(-err), zc_err ? "; zero copy was refused before it: " : "",
+		       zc_err ? strerror(zc_err) : "");
 	}
-	if (!err && bind_mode != HARP_BIND_COPY) {
-		pr_info("xsk: %s queue %d has no zero-copy support; using copy mode", ifname, queue);
+	if (!err && zc_err) {
+		p->zc_refused = zc_err;
 	}
 	return err;
+}
+
+/*
+ * Says once per process why its first copy-mode queue is not zero-copy: a
+ * warning where the driver might bind zero-copy if set up for it, an info line where it never
+ * can (EOPNOTSUPP: veth, older drivers).
+ */
+static void report_copy_mode(const char *ifname, int queue, int zc_err)
+{
+	static int reported; /* atomic: engines may open their queues from several threads */
+	char driver[64];
+	bool never = zc_err == EOPNOTSUPP || zc_err == EPROTONOSUPPORT;
+
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED)) {
+		return;
+	}
+	xsk_driver_name(ifname, driver, sizeof(driver));
+	harp_log(never ? HARP_LOG_INFO : HARP_LOG_WARN,
+		 "xsk: %s (driver %s) runs in copy mode: its zero-copy bind of queue %d failed with "
+		 "%s (%s; HARP_BIND_MODE=zerocopy would refuse to start)",
+		 ifname, driver[0] ? driver : "unknown", queue, strerror(zc_err),
+		 zerocopy_need(driver, zc_err));
 }
 
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
@@ -134,6 +200,17 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 			       " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
 			goto err_pool;
 		}
+		/*
+		 * The fill ring is stocked before the bind: a zero-copy driver posts its frames to
+		 * the receive queue as it binds, and virtio-net, finding none, leaves the queue
+		 * empty until its refill work tries again half a second later.
+		 */
+		err = fill_start(p);
+		if (err) {
+			pr_err("xsk: cannot fill the fill ring of %s queue %d: %s", ifname, queue,
+			       strerror(-err));
+			goto err_umem;
+		}
 		err = open_socket(p, ifname, queue, params->bind_mode,
 				  !busy_wait_ms || waited_ms < busy_wait_ms);
 		if (err != -EBUSY || waited_ms >= busy_wait_ms) {
@@ -141,6 +218,12 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		}
 		xsk_umem__delete(p->umem);
 		p->umem = NULL;
+		/* the frames on the deleted fill ring come back: the pool starts over */
+		frame_pool_fini(&p->pool);
+		err = frame_pool_init(&p->pool, nframes, fsize);
+		if (err) {
+			goto err_area;
+		}
 		usleep(10 * 1000);
 	}
 	if (err) {
@@ -149,22 +232,26 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	if (waited_ms > 0) {
 		pr_debug("xsk: %s queue %d came free after %d ms", ifname, queue, waited_ms);
 	}
+	if (p->zc_refused) {
+		report_copy_mode(ifname, queue, p->zc_refused);
+	}
 	p->fd = xsk_socket__fd(p->xsk);
 	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */
 	budget = (int)p->ring_size;
 	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
 		pr_debug("xsk: XDP_MAX_TX_SKB_BUDGET not accepted: %s", strerror(errno));
 	}
-	err = fill_start(p);
-	if (err) {
-		pr_err("xsk: cannot fill the fill ring of %s queue %d: %s", ifname, queue,
-		       strerror(-err));
-		goto err_socket;
+	if (p->zerocopy) {
+		/*
+		 * A zero-copy driver keeps its own receive queue (virtio-net: 256 descriptors)
+		 * stocked from the fill ring, and virtio-net, finding the fill ring empty, asks for
+		 * no wake-up but waits half a second for its refill work: the fill ring starts full,
+		 * so that the driver never finds it empty while frames are on their way back.
+		 */
+		xsk_port_expect(p, p->ring_size);
 	}
 	return 0;
 
-err_socket:
-	xsk_socket__delete(p->xsk);
 err_umem:
 	xsk_umem__delete(p->umem);
 err_pool:
@@ -248,7 +335,7 @@ void xsk_port_expect(struct xsk_port *p, uint64_t n)
 	uint32_t idx;
 	int more;
 
-	if (2 * n <= p->fill_target || p->fill_target == p->ring_size) {
+	if (2 * n <= p->fill_target || p->fill_target == p->ring_size || p->no_refill) {
 		return;
 	}
 	more = fill_reserve(p, 2 * n, 0, &idx);
@@ -264,8 +351,9 @@ void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n)
 	uint32_t idx_fill, i;
 	int more;
 
-	more = fill_reserve(p, left < p->fill_target / 2 ? p->ring_size : 0, n, &idx_fill);
-	if (more < 0) {
+	more = p->no_refill ? -1 :
+			      fill_reserve(p, left < p->fill_target / 2 ? p->ring_size : 0, n, &idx_fill);
+	if (more < 0) { /* no room (or the stall fault): the frames go back to the pool */
 		for (i = 0; i < n; i++) {
 			addr = xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&p->rx, idx + i)->addr);
 			frame_pool_put(&p->pool, &addr, 1);

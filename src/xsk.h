@@ -26,6 +26,8 @@ struct xsk_port {
 	uint64_t fill_grows;  /* times the fill ring was deepened */
 	uint64_t rx_kicks;    /* wake-ups asked for by the fill ring (zero-copy drivers) */
 	bool zerocopy;
+	int zc_refused;       /* bound in copy mode after the zero-copy bind failed with this errno */
+	bool no_refill;	      /* test builds' stall fault: received frames go to the pool instead */
 };
 
 /*
@@ -68,6 +70,8 @@ void xsk_port_wake_rx(struct xsk_port *p);
 uint32_t xsk_port_reclaim(struct xsk_port *p);
 /* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */
 int xsk_port_kick(struct xsk_port *p);
+/* The driver behind ifname as /sys names it ("virtio_net"); "" where it cannot be read. */
+void xsk_driver_name(const char *ifname, char *out, size_t len);
 /* Reads XDP_STATISTICS. */
 int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st);
 

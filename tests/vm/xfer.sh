@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Two QEMU guests with virtio-net NICs on a bridge (tests/vm/vm.sh) run guest/xfer.sh: verified
+# harp transfers between them, and what each must show.
+#
+#   tests/vm/xfer.sh [options] -- WORDS...
+#     --queues N        virtio-net queue pairs per NIC, all in use (default 2)
+#     --device OPTS     added to QEMU's virtio-net-pci device: rss=on (QEMU's Toeplitz RSS with
+#                       the guest's indirection table), iommu_platform=on (VIRTIO_F_ACCESS_PLATFORM,
+#                       which virtio-net's zero copy needs)
+#     --qemu WHICH      backports (default) or debian (Debian 12's QEMU 7.2)
+#     --limit SEC       the guests' time limit (default 300)
+#   WORDS are guest/xfer.sh's scenario words (conns=1+8, bidir, mode=zerocopy, ...).
+#
+# Exits 0 when both guests' scenarios passed, 1 otherwise (both consoles printed), 77 when it
+# cannot run here (not root, QEMU missing).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+queues=2 device="" limit=300
+while (($#)); do
+	case $1 in
+	--queues) queues=${2:?} && shift ;;
+	--device) device=${2:?} && shift ;;
+	--qemu) VM_QEMU=${2:?} && shift ;;
+	--limit) limit=${2:?} && shift ;;
+	--)
+		shift
+		break
+		;;
+	*)
+		sed -n '4,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+words=("$@")
+VM_ARGS="${words[*]}"
+export VM_QEMU VM_ARGS
+
+# shellcheck source=tests/vm/vm.sh
+source "$here/vm.sh"
+trap vm_cleanup EXIT
+vm_init
+vm_pair "$here/guest/xfer.sh" "$device" "$queues"
+rc=0
+vm_wait_all "$limit" || rc=1
+if ((rc == 0)); then
+	for g in a b; do
+		grep -E '^(guest |run [0-9]|\[zerocopy demanded\] harp|\[x[0-9]+ [a-z]+\] harp: (WARN|ERROR))' \
+			"$(vm_log $g)" || true
+	done
+	echo "vm xfer: passed (${words[*]})"
+else
+	echo "vm xfer: FAILED (${words[*]})"
+fi
+exit "$rc"
