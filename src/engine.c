@@ -640,7 +640,7 @@ static void read_control(struct harp_engine *e, uint64_t now, bool now_too)
 	}
 }
 
-/* ---- the zero-copy watchdog (ENGINE_ZC_STALL_DIV) ------------------------------------------ */
+/* ---- the zero-copy watchdog (ENGINE_ZC_STALL_NUM) ------------------------------------------ */
 
 #ifdef HARP_FAULT_INJECTION
 /* HARP_FAULT_ZC_STALL_MS: the zero-copy socket's frames stop going back to the fill ring, so the
@@ -671,8 +671,8 @@ static void fault_zc_stall(struct harp_engine *e, uint64_t now)
  */
 static void zc_watch(struct harp_engine *e, uint64_t now)
 {
-	uint64_t stall_ns = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull /
-			    ENGINE_ZC_STALL_DIV;
+	uint64_t stall_ns = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull *
+			    ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN;
 	struct harp_conn *c;
 	char driver[64];
 

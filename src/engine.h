@@ -135,14 +135,16 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c);
 void engine_notify(struct harp_engine *e, struct harp_conn *c);
 
 /*
- * A zero-copy socket that delivers nothing for half of HARP_PEER_TIMEOUT_MS while a connection
+ * A zero-copy socket that delivers nothing for 3/8 of HARP_PEER_TIMEOUT_MS while a connection
  * of its engine waits on its peer is taken for a stalled driver. A live peer answers the pings
  * that start at a quarter of the timeout within a round trip (its keeper thread does when its
  * caller is away), and a dead one leaves only its own connections silent, so such silence on a
- * whole socket is the driver's: a hypervisor that stops filling the receive queue, as QEMU 7.2
- * does under its software RSS (tests/vm). Then the interface falls back to copy mode, unless
- * HARP_BIND_MODE=zerocopy demanded zero copy.
+ * whole socket is the driver's: a hypervisor that stops filling the receive queue (tests/vm).
+ * Then the interface falls back to copy mode, unless HARP_BIND_MODE=zerocopy demanded zero
+ * copy. The 5/8 left must hold the peer's next retransmission (2 s at most apart) and its ack:
+ * at half the timeout, a 4 s timeout failed a connection in recovery.
  */
-#define ENGINE_ZC_STALL_DIV 2
+#define ENGINE_ZC_STALL_NUM 3
+#define ENGINE_ZC_STALL_DEN 8
 
 #endif

@@ -9,8 +9,12 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/ethtool.h>
 #include <linux/if_xdp.h>
+#include <linux/sockios.h>
 
 #include "xsk.h"
 
@@ -65,19 +69,21 @@ static const char *bind_hint(int err)
 
 void xsk_driver_name(const char *ifname, char *out, size_t len)
 {
-	char path[96], target[256];
-	const char *slash;
-	ssize_t n;
+	struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+	struct ifreq ifr = { .ifr_data = (void *)&info };
+	int fd;
 
 	out[0] = '\0';
-	snprintf(path, sizeof(path), "/sys/class/net/%s/device/driver", ifname);
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n <= 0) {
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
 		return;
 	}
-	target[n] = '\0';
-	slash = strrchr(target, '/');
-	snprintf(out, len, "%.63s", slash ? slash + 1 : target);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%.*s", (int)sizeof(ifr.ifr_name) - 1, ifname);
+	if (!ioctl(fd, SIOCETHTOOL, &ifr)) {
+		info.driver[sizeof(info.driver) - 1] = '\0';
+		snprintf(out, len, "%.31s", info.driver);
+	}
+	close(fd);
 }
 
 /*
@@ -93,7 +99,7 @@ static const char *zerocopy_need(const char *driver, int err)
 				       "virtio-net binds zero-copy on kernel 6.18 with "
 				       "VIRTIO_F_ACCESS_PLATFORM (QEMU: iommu_platform=on); 6.12 has none";
 	}
-	if (!strcmp(driver, "veth") || !driver[0]) {
+	if (!strcmp(driver, "veth")) {
 		return "veth has no zero copy";
 	}
 	return "the driver, or the way it is set up, has no AF_XDP zero copy";

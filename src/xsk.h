@@ -70,7 +70,7 @@ void xsk_port_wake_rx(struct xsk_port *p);
 uint32_t xsk_port_reclaim(struct xsk_port *p);
 /* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */
 int xsk_port_kick(struct xsk_port *p);
-/* The driver behind ifname as /sys names it ("virtio_net"); "" where it cannot be read. */
+/* The driver behind ifname as ethtool -i names it ("virtio_net"); "" where it cannot say. */
 void xsk_driver_name(const char *ifname, char *out, size_t len);
 /* Reads XDP_STATISTICS. */
 int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st);
