@@ -28,7 +28,7 @@ struct engine_env {
 	 * the layer that made the connection owns its memory and sockets. */
 	void (*release)(struct harp_conn *c);
 	/* Shared by a context's engines: set once one finds its zero-copy socket stalled, and
-	 * then every zero-copy engine binds its queue again in copy mode (engine_zc_watch). */
+	 * then every zero-copy engine binds its queue again in copy mode (ENGINE_ZC_STALL_NUM). */
 	_Atomic bool *copy_fallback;
 };
 

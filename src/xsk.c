@@ -196,6 +196,10 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	 * libxdp's UMEM without its fill and completion rings, so each try starts from a new one.
 	 */
 	for (waited_ms = 0;; waited_ms += 10) {
+		/* libxdp sets up a new UMEM's rings but leaves their cached producer index as it
+		 * finds it: the last try's, which fill_start advanced */
+		memset(&p->fill, 0, sizeof(p->fill));
+		memset(&p->comp, 0, sizeof(p->comp));
 		err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill,
 				       &p->comp, &ucfg);
 		if (err) {
