@@ -21,8 +21,9 @@
 #   vm_log NAME             the path of NAME's console log
 #   vm_cleanup              kills every guest still running and removes the namespace
 #
-# Every guest's kernel command line carries hvm_name, hvm_ip, hvm_peers and hvm_args (a script's own words; set
-# VM_ARGS before vm_start), which the kernel hands to the guest's init as environment variables.
+# Every guest's kernel command line carries hvm_name, hvm_ip, hvm_queues, hvm_peers and hvm_args
+# (a script's own words, comma-separated; set VM_ARGS before vm_start), which the kernel hands to
+# the guest's init as environment variables.
 # Guests reach each other only through the bridge inside a namespace this shell made (no QEMU
 # user networking), addresses from 198.18.0.0/15; the namespace, the taps and the guests go on
 # any exit through vm_cleanup.
@@ -44,7 +45,7 @@ vm_build=${BUILD_DIR:-build}
 [[ $vm_build == /* ]] || vm_build="$vm_root/$vm_build"
 vm_prefix="v$$"
 vm_ns="" vm_tmp="" vm_kernel="" vm_base=""
-declare -A vm_pid=() vm_ip=()
+declare -A vm_pid=()
 vm_names=()
 vm_net=$(($$ % 250 + 1))
 : "${VM_MEM:=1024}"
@@ -176,7 +177,6 @@ vm_start() {
 		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no,vhost=off,queues=$queues" \
 		-device "$dev" >"$dir/qemu.out" 2>&1 &
 	vm_pid[$name]=$!
-	vm_ip[$name]=$ip
 	vm_names+=("$name")
 	vm_log_line "guest $name at $ip: $queues queues, virtio-net-pci ${devopts:-defaults}"
 }
