@@ -193,6 +193,8 @@ static int ctx_engines(struct harp_ctx *ctx)
 		.ifname = ctx->ifi.name,
 		.release = conn_destroy,
 		.copy_fallback = &ctx->copy_fallback,
+		/* a NIC that hashes flows to queues gives each pair one queue by itself */
+		.pairs = ctx->ifi.rss_table ? NULL : &ctx->pairs,
 	};
 	int q, err;
 
@@ -296,10 +298,22 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		"bytes per packet), UMEM on %s",
 		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
 		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy",
-		ctx->engines[0].port.zc_refused ? " (zero copy refused: " : "",
+		ctx->engines[0].port.zc_refused ? " (zero copy refused: " :
+		ctx->engines[0].port.zc_quirk	? " (zero copy untried: the driver's known fault" :
+						  "",
 		ctx->engines[0].port.zc_refused ? strerror(ctx->engines[0].port.zc_refused) : "",
-		ctx->engines[0].port.zc_refused ? ")" : "", ctx->ip_mtu, ctx->payload_max,
+		ctx->engines[0].port.zc_refused || ctx->engines[0].port.zc_quirk ? ")" : "",
+		ctx->ip_mtu, ctx->payload_max,
 		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
+	if (ctx->ifi.rss_table) {
+		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
+			ctx->ifi.name, ctx->ifi.rss_table);
+	} else {
+		pr_info("%s: no RSS table, so something outside the NIC picks each flow's queue (a "
+			"host's tap: the queue that last sent the flow): each port pair stays with "
+			"one engine, and STEER frames keep the peer's paths on theirs",
+			ctx->ifi.name);
+	}
 	return ctx;
 
 err_engines:

@@ -38,6 +38,7 @@
 
 #include "auth.h"
 #include "conn.h"
+#include "pairs.h"
 
 #define RTO_INIT_US 20000
 #define RTO_MIN_US 10000
@@ -264,7 +265,10 @@ static void path_on_loss(struct harp_conn *c, struct conn_path *p, uint32_t psn)
 	cc_on_loss(&p->cc, psn, c->snd_nxt);
 }
 
-/* Starts the next probe round: fresh candidate port pairs, none of them a live path's. */
+/*
+ * Starts the next probe round: fresh candidate port pairs, none of them a live path's or one
+ * another engine of this context owns (pairs.h).
+ */
 static void probe_round(struct harp_conn *c, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
@@ -284,6 +288,9 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 		for (i = 0; i < n && !used; i++) {
 			used = pr->cand_src[i] == sp && pr->cand_dst[i] == dp;
 		}
+		if (!used && c->pairs) {
+			used = !pairs_free_for(c->pairs, c->path.dst_ip, sp, dp, c->pair_owner);
+		}
 		if (!used) {
 			pr->cand_src[n] = sp;
 			pr->cand_dst[n] = dp;
@@ -298,6 +305,68 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 								    : PROBE_INTERVAL_MAX_NS;
 }
 
+void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
+			uint64_t now)
+{
+	struct conn_steer *st = &c->steer;
+	uint32_t i;
+
+	for (i = 0; i < st->n; i++) {
+		if (st->local_port[i] == local_port && st->peer_port[i] == peer_port) {
+			return;
+		}
+	}
+	if (st->n < CONN_STEER_PAIRS) {
+		i = st->n++;
+	} else {
+		i = st->oldest;
+		st->oldest = (st->oldest + 1) % CONN_STEER_PAIRS;
+	}
+	st->local_port[i] = local_port;
+	st->peer_port[i] = peer_port;
+	st->sent = 0;
+	st->repeats = 0;
+	st->next_ns = now; /* at once: the peer sends on the pair as soon as it hears of it */
+}
+
+bool conn_steer_due(const struct harp_conn *c, uint64_t now)
+{
+	return c->steer.n && now >= c->steer.next_ns;
+}
+
+/* The next STEER of a round that is due, or false when none is (the round ends, the next one
+ * is scheduled). */
+static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
+{
+	struct conn_steer *st = &c->steer;
+	struct harp_hdr *h = &tx->h;
+
+	if (!conn_steer_due(c, now)) {
+		return false;
+	}
+	if (st->sent >= st->n) {
+		static const uint64_t early_ns[] = { 5000000, 50000000, 250000000 };
+
+		st->sent = 0;
+		st->next_ns = now + (st->repeats < 3 ? early_ns[st->repeats++] : CONN_STEER_PERIOD_NS);
+		return false;
+	}
+	memset(h, 0, sizeof(*h));
+	h->version = HARP_WIRE_VERSION;
+	h->type = HARP_PKT_STEER;
+	h->conn_id = c->peer_id;
+	h->token = c->token;
+	h->ts = (uint32_t)(now / 1000);
+	tx->src_port = st->local_port[st->sent];
+	tx->dst_port = st->peer_port[st->sent];
+	tx->twin_src_port = 0;
+	tx->twin_dst_port = 0;
+	tx->payload = NULL;
+	st->sent++;
+	c->stats.steers_sent++;
+	return true;
+}
+
 bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
@@ -305,6 +374,9 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 
 	if (!c->port_span || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
+	}
+	if (next_steer(c, tx, now)) {
+		return true;
 	}
 	if (pr->sent == pr->ncands) {
 		if (c->paths_live >= c->paths_want || now < pr->next_ns) {
@@ -314,6 +386,17 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		if (!pr->ncands) {
 			return false;
 		}
+	}
+	/* A probe steers its pair's flow to this queue: a tap sends each flow to the queue the
+	 * guest last sent it from (pairs.h). So none goes on a pair another engine took since
+	 * the round began. */
+	while (c->pairs && pr->sent < pr->ncands &&
+	       !pairs_free_for(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent],
+			       pr->cand_dst[pr->sent], c->pair_owner)) {
+		pr->sent++;
+	}
+	if (pr->sent == pr->ncands) {
+		return false;
 	}
 	memset(h, 0, sizeof(*h));
 	h->version = HARP_WIRE_VERSION;
@@ -337,6 +420,12 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 
 	if (round != pr->round || cand >= pr->ncands) {
 		return; /* an earlier round's: its candidates are gone */
+	}
+	/* another engine took the pair since the round began (its own probe, or the peer's) */
+	if (c->pairs && !pairs_claim(c->pairs, c->path.dst_ip, pr->cand_src[cand],
+				     pr->cand_dst[cand], c->pair_owner)) {
+		c->stats.probes_pair_taken++;
+		return;
 	}
 	if (conn_add_path(c, pr->cand_src[cand], pr->cand_dst[cand], now) >= 0) {
 		pr->interval_ns = PROBE_INTERVAL_NS; /* rounds find paths: no need to wait longer */

@@ -153,6 +153,26 @@ struct conn_probe {
 	uint32_t rng;
 };
 
+/*
+ * Port pairs the peer's probes proved to reach this engine: the peer's paths to us. This side
+ * sends a STEER on each of them at once, again after 5, 50 and 250 ms, and then every
+ * CONN_STEER_PERIOD_NS: a host whose tap steers each flow to the queue that last sent it (tun
+ * under vhost-net or QEMU, for 3 s after each send) then keeps steering them here, as a NIC's
+ * RSS hash would. Without it a pair that a probe of another engine here had steered elsewhere
+ * moves when that steering expires; and a probe another engine sent on the pair just before
+ * it became ours can reach the tap after our first STEER (the repeats undo that).
+ */
+#define CONN_STEER_PAIRS 16
+#define CONN_STEER_PERIOD_NS 1000000000ull
+struct conn_steer {
+	uint16_t local_port[CONN_STEER_PAIRS], peer_port[CONN_STEER_PAIRS]; /* network order */
+	uint32_t n;	   /* pairs held, at most CONN_STEER_PAIRS */
+	uint32_t oldest;   /* once all slots are held, the next new pair replaces this one */
+	uint32_t sent;	   /* STEERs sent in this round */
+	uint32_t repeats;  /* early rounds done since the newest pair came */
+	uint64_t next_ns;  /* when the next round starts */
+};
+
 enum conn_state {
 	CONN_SETUP = 0, /* handshake in progress (control.c) */
 	CONN_READY,	/* handed to the engine */
@@ -206,6 +226,9 @@ struct harp_conn {
 	uint32_t next_rsn;
 
 	/* ---- engine only ---- */
+	struct pairs *pairs; /* the engine's context's port-pair owners; NULL: none kept */
+	int pair_owner;	     /* the engine's number in it */
+	struct conn_steer steer;
 	uint16_t ip_id;
 	/* sender */
 	uint32_t snd_una, snd_nxt;
@@ -295,6 +318,11 @@ bool conn_take_request(struct harp_conn *c, struct harp_req *r);
  * the last packet while requests wait; 0 when nothing waits. */
 uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now);
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
+/* The peer's probe on this pair (ports in network order, ours first) reached this engine. */
+void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
+			uint64_t now);
+/* Whether a round of STEERs is due (conn_next_probe sends them). */
+bool conn_steer_due(const struct harp_conn *c, uint64_t now);
 /* Does a pending request read or write [addr, addr+len)? */
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "netinfo.h"
+#include "pairs.h"
 
 struct harp_ctx {
 	struct harp_params params;
@@ -29,6 +30,7 @@ struct harp_ctx {
 	_Atomic uint32_t next_engine;
 	struct engine_keeper keeper; /* runs engines no caller has run lately */
 	_Atomic bool copy_fallback;  /* a zero-copy socket stalled: every engine binds in copy mode */
+	struct pairs pairs;	     /* which engine owns each port pair with a peer */
 };
 
 /* Connection ids: slot in the low 12 bits, a generation above, never 0. */

@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "engine.h"
+#include "pairs.h"
 
 #define RX_BATCH 64
 #define TX_BATCH 256
@@ -190,6 +191,8 @@ static void adopt(struct harp_engine *e, uint64_t now)
 			       e->queue, c->id, strerror(errno));
 			conn_fail(c, -errno);
 		}
+		c->pairs = e->env.pairs;
+		c->pair_owner = e->queue;
 		conn_start(c, now);
 		tx_list_add(e, c); /* its probes */
 		e->probing++;	   /* and their answers: timers and control every pass */
@@ -247,6 +250,10 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		e->stats.rx_bad++;
 		return;
 	}
+	if (p.h.type == HARP_PKT_STEER) {
+		e->stats.rx_steer++; /* its work was done on the way, in the peer's host */
+		return;
+	}
 	c = e->by_slot[p.h.conn_id & (HARP_MAX_CONNS - 1)];
 	/* the addresses too: a frame of ours reflected back at us (its conn_id is the peer's,
 	 * which may equal one of ours, and its token is the session's) is not the peer's */
@@ -270,7 +277,16 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		return;
 	}
 	if (p.h.type == HARP_PKT_PROBE) {
-		/* this port pair reaches the connection's engine: tell the prober */
+		/* this port pair reaches the connection's engine: tell the prober, unless another
+		 * engine here owns the pair (its sends would draw the pair to its queue) */
+		if (e->env.pairs) {
+			if (!pairs_claim(e->env.pairs, p.src_ip, p.dst_port, p.src_port,
+					 e->queue)) {
+				e->stats.rx_probes_pair_taken++;
+				return;
+			}
+			conn_on_peer_probe(c, p.dst_port, p.src_port, now);
+		}
 		e->stats.rx_probes++;
 		chan_send_path(c, p.h.rsn, p.h.tag);
 		return;
@@ -343,7 +359,7 @@ struct tx_batch {
 	uint8_t *frame;
 	uint32_t records;	 /* bytes of records in it */
 	uint16_t src_port, dst_port;
-	bool alone;		 /* a PROBE: the XDP program reads only a frame's first header */
+	bool alone;		 /* a PROBE or STEER: the XDP program reads only a frame's first header */
 };
 
 static void tx_seal(struct tx_batch *b, struct xsk_port *p)
@@ -383,7 +399,7 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 	uint8_t *record;
 	uint64_t addr;
 
-	if (b->open == c && !b->alone && tx->h.type != HARP_PKT_PROBE &&
+	if (b->open == c && !b->alone && !wire_alone(tx->h.type) &&
 	    b->src_port == tx->src_port && b->dst_port == tx->dst_port &&
 	    b->records + HARP_HDR_LEN + body <= HARP_HDR_LEN + c->payload_max) {
 		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN + b->records;
@@ -401,7 +417,7 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 		b->records = 0;
 		b->src_port = tx->src_port;
 		b->dst_port = tx->dst_port;
-		b->alone = tx->h.type == HARP_PKT_PROBE;
+		b->alone = wire_alone(tx->h.type);
 		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
 		e->stats.tx_packets++;
 	}
@@ -776,8 +792,9 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 			    atomic_load_explicit(&c->fail_err, memory_order_relaxed) == -ETIMEDOUT) {
 				explain_silence(e, now);
 			}
-			if (conn_tx_pending(c)) {
-				tx_list_add(e, c); /* a retransmission, a probe round, or a safety net */
+			if (conn_tx_pending(c) || conn_steer_due(c, now)) {
+				tx_list_add(e, c); /* a retransmission, a probe round, a STEER round, or a
+						    * safety net */
 			}
 			if (conn_ack_wanted(c, now)) {
 				ack_list_add(e, c); /* a delayed ack whose time has come */

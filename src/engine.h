@@ -30,6 +30,8 @@ struct engine_env {
 	/* Shared by a context's engines: set once one finds its zero-copy socket stalled, and
 	 * then every zero-copy engine binds its queue again in copy mode (ENGINE_ZC_STALL_NUM). */
 	_Atomic bool *copy_fallback;
+	/* Shared by a context's engines: each port pair with a peer is one engine's (pairs.h). */
+	struct pairs *pairs;
 };
 
 struct harp_engine {

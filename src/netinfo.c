@@ -90,6 +90,18 @@ static int link_speed(int fd, struct ifreq *ifr)
 	return speed == (uint32_t)SPEED_UNKNOWN || speed > INT32_MAX ? 0 : (int)speed;
 }
 
+/* The RSS indirection table's size (ethtool -x), asked in this network namespace; 0: none. */
+static int rss_table_size(int fd, struct ifreq *ifr)
+{
+	struct ethtool_rxfh_indir indir = { .cmd = ETHTOOL_GRXFHINDIR, .size = 0 };
+
+	ifr->ifr_data = (char *)&indir;
+	if (ioctl(fd, SIOCETHTOOL, ifr) || indir.size > INT32_MAX) {
+		return 0;
+	}
+	return (int)indir.size;
+}
+
 int netinfo_interface(const char *ifname, struct if_info *info)
 {
 	struct ifreq ifr;
@@ -126,6 +138,7 @@ int netinfo_interface(const char *ifname, struct if_info *info)
 	}
 	count_queues(fd, &ifr, info);
 	info->speed_mbps = link_speed(fd, &ifr);
+	info->rss_table = rss_table_size(fd, &ifr);
 out:
 	close(fd);
 	return err;

@@ -13,6 +13,10 @@ struct if_info {
 	int mtu;
 	int rx_queues, tx_queues;
 	int speed_mbps; /* as ethtool shows it; 0 when the driver does not say (ENA) */
+	/* Entries of the NIC's RSS indirection table (ethtool -x): the NIC hashes each flow to a
+	 * queue. 0: it has none, and something else picks the queue (a host's tap, by the queue
+	 * that last sent the flow; veth, by the sender's queue). */
+	int rss_table;
 };
 
 /* Fills info for ifname in the caller's network namespace. -ENODEV when there is none. */

@@ -260,6 +260,7 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
 	case HARP_PKT_PROBE:
+	case HARP_PKT_STEER:
 		return h->len == 0 ? WIRE_OK : WIRE_ERR_LEN;
 	default:
 		return WIRE_ERR_TYPE;
@@ -283,8 +284,8 @@ static enum wire_err check_record(const uint8_t *at, uint32_t avail, struct harp
 
 /*
  * Every record of a UDP payload of len bytes (at least one header), the first into p->h. Later
- * records belong to the first one's connection (id and token), and a PROBE travels alone (the
- * XDP program reads only the first header): a frame is taken whole or not at all.
+ * records belong to the first one's connection (id and token), and a PROBE or STEER travels
+ * alone (the XDP program reads only the first header): a frame is taken whole or not at all.
  */
 static enum wire_err check_records(const uint8_t *at, uint32_t len, struct wire_pkt *p)
 {
@@ -300,8 +301,8 @@ static enum wire_err check_records(const uint8_t *at, uint32_t len, struct wire_
 		if (e != WIRE_OK) {
 			return e;
 		}
-		if (h.conn_id != p->h.conn_id || h.token != p->h.token ||
-		    h.type == HARP_PKT_PROBE || p->h.type == HARP_PKT_PROBE) {
+		if (h.conn_id != p->h.conn_id || h.token != p->h.token || wire_alone(h.type) ||
+		    wire_alone(p->h.type)) {
 			return WIRE_ERR_BUNDLE;
 		}
 		if (h.trailer) {

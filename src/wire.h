@@ -45,8 +45,16 @@ enum harp_pkt_type {
 	HARP_PKT_CTS = 3,    /* reliable: a posted receive buffer (clear to send) */
 	HARP_PKT_MSGERR = 4, /* reliable: a message that did not fit its receive buffer */
 	HARP_PKT_PROBE = 5,  /* unreliable: does this port pair reach the connection's queue? */
-	HARP_PKT_TYPE_MAX = 5,
+	HARP_PKT_STEER = 6,  /* unreliable, ignored on arrival: sent on a port pair the peer's probe
+			      * proved, so that a host's tap (tun) keeps steering it to this queue */
+	HARP_PKT_TYPE_MAX = 6,
 };
+
+/* A PROBE or a STEER travels alone in its frame: the XDP program reads only the first header. */
+static inline bool wire_alone(uint8_t type)
+{
+	return type == HARP_PKT_PROBE || type == HARP_PKT_STEER;
+}
 
 /* Every packet carries this, after the UDP header. */
 struct harp_hdr {

@@ -105,13 +105,57 @@ static const char *zerocopy_need(const char *driver, int err)
 	return "the driver, or the way it is set up, has no AF_XDP zero copy";
 }
 
-static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bind_mode,
-		       bool quiet_busy)
+/*
+ * Why a driver that binds zero-copy is known to send wrongly in that mode, or NULL.
+ *
+ * virtio_net (kernels 6.11 on) sends every zero-copy frame behind one shared virtio-net header,
+ * a static variable of the driver that it maps for DMA once per bind. Built into the kernel,
+ * the variable lies in the kernel image, which the DMA mapping translates right. Built as a
+ * module, as Debian's cloud kernel and most distributions' have it, it lies in module memory,
+ * outside the linear map: the device is handed an address that is not the header's. It reads
+ * the header from whatever guest memory lies there, or from none. In tests/vm's 1 GiB guests
+ * the address fell inside guest memory in 3 boots of 12, the header read there had flags
+ * 0xc8, and the host's tap dropped every frame harp sent (QEMU consumed them all).
+ * With vhost-net an address outside guest memory stops the queue instead.
+ */
+static const char *zerocopy_quirk(const char *driver)
 {
+	if (!strcmp(driver, "virtio_net") && !access("/sys/module/virtio_net/initstate", F_OK)) {
+		return "virtio_net is a loadable module here, and its zero-copy transmit gives the "
+		       "device the address of a header in module memory, which is no DMA address: "
+		       "frames go out behind whatever lies there, or not at all (kernels 6.11 on)";
+	}
+	return NULL;
+}
+
+/* Says once per process that zero copy was demanded on a driver known to send wrongly in it. */
+static void report_quirk_demanded(const char *ifname, const char *quirk)
+{
+	static int reported; /* atomic: engines may open their queues from several threads */
+
+	if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED)) {
+		pr_warn("xsk: %s binds zero-copy as HARP_BIND_MODE=zerocopy demands, though %s",
+			ifname, quirk);
+	}
+}
+
+static int open_socket(struct xsk_port *p, const char *ifname, int queue,
+		       const struct harp_params *params, bool quiet_busy)
+{
+	int err, zc_err = 0, bind_mode = params->bind_mode;
+	const char *quirk = NULL;
 	char driver[64];
-	int err, zc_err = 0;
 
 	if (bind_mode != HARP_BIND_COPY) {
+		xsk_driver_name(ifname, driver, sizeof(driver));
+		quirk = zerocopy_quirk(driver);
+	}
+	if (quirk && bind_mode == HARP_BIND_AUTO && params->zerocopy_quirks) {
+		p->zc_quirk = quirk; /* auto takes copy mode at once (report_copy_mode says why) */
+	} else if (bind_mode != HARP_BIND_COPY) {
+		if (quirk && bind_mode == HARP_BIND_ZEROCOPY) {
+			report_quirk_demanded(ifname, quirk);
+		}
 		err = bind_socket(p, ifname, queue, XDP_ZEROCOPY);
 		if (!err) {
 			p->zerocopy = true;
@@ -121,7 +165,6 @@ static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bi
 			return err; /* copy mode would find the queue held too */
 		}
 		if (bind_mode == HARP_BIND_ZEROCOPY) {
-			xsk_driver_name(ifname, driver, sizeof(driver));
 			pr_err("xsk: zero-copy bind of %s queue %d failed: %s (HARP_BIND_MODE=zerocopy; "
 			       "driver %s: %s)%s",
 			       ifname, queue, strerror(-err), driver[0] ? driver : "unknown",
@@ -148,7 +191,7 @@ static int open_socket(struct xsk_port *p, const char *ifname, int queue, int bi
  * warning where the driver might bind zero-copy if set up for it, an info line where it never
  * can (EOPNOTSUPP: veth, older drivers).
  */
-static void report_copy_mode(const char *ifname, int queue, int zc_err)
+static void report_copy_mode(const char *ifname, int queue, int zc_err, const char *quirk)
 {
 	static int reported; /* atomic: engines may open their queues from several threads */
 	char driver[64];
@@ -158,6 +201,12 @@ static void report_copy_mode(const char *ifname, int queue, int zc_err)
 		return;
 	}
 	xsk_driver_name(ifname, driver, sizeof(driver));
+	if (quirk) {
+		pr_warn("xsk: %s (driver %s) runs in copy mode, zero copy untried: %s "
+			"(HARP_ZEROCOPY_QUIRKS=0 or HARP_BIND_MODE=zerocopy would bind it anyway)",
+			ifname, driver[0] ? driver : "unknown", quirk);
+		return;
+	}
 	harp_log(never ? HARP_LOG_INFO : HARP_LOG_WARN,
 		 "xsk: %s (driver %s) runs in copy mode: its zero-copy bind of queue %d failed with "
 		 "%s (%s; HARP_BIND_MODE=zerocopy would refuse to start)",
@@ -221,7 +270,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 			       strerror(-err));
 			goto err_umem;
 		}
-		err = open_socket(p, ifname, queue, params->bind_mode,
+		err = open_socket(p, ifname, queue, params,
 				  !busy_wait_ms || waited_ms < busy_wait_ms);
 		if (err != -EBUSY || waited_ms >= busy_wait_ms) {
 			break;
@@ -242,8 +291,8 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	if (waited_ms > 0) {
 		pr_debug("xsk: %s queue %d came free after %d ms", ifname, queue, waited_ms);
 	}
-	if (p->zc_refused) {
-		report_copy_mode(ifname, queue, p->zc_refused);
+	if (p->zc_refused || p->zc_quirk) {
+		report_copy_mode(ifname, queue, p->zc_refused, p->zc_quirk);
 	}
 	p->fd = xsk_socket__fd(p->xsk);
 	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */

@@ -27,6 +27,7 @@ struct xsk_port {
 	uint64_t rx_kicks;    /* wake-ups asked for by the fill ring (zero-copy drivers) */
 	bool zerocopy;
 	int zc_refused;       /* bound in copy mode after the zero-copy bind failed with this errno */
+	const char *zc_quirk; /* bound in copy mode, zero copy untried: the driver's known fault */
 	bool no_refill;	      /* test builds' stall fault: received frames go to the pool instead */
 };
 

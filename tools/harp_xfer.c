@@ -632,6 +632,8 @@ static void report(struct run *r, double secs, int rc)
 			sum.rto_us = cs.rto_us;
 			sum.paths_retired += cs.paths_retired;
 			sum.probes_sent += cs.probes_sent;
+			sum.probes_pair_taken += cs.probes_pair_taken;
+			sum.steers_sent += cs.steers_sent;
 			sum.random_losses += cs.random_losses;
 			sum.pings += cs.pings;
 			sum.msgs_unsolicited += cs.msgs_unsolicited;
@@ -661,6 +663,8 @@ static void report(struct run *r, double secs, int rc)
 			qsum.xdp_probes = qs.xdp_probes;
 			qsum.xdp_probe_no_socket = qs.xdp_probe_no_socket;
 			qsum.rx_probes += qs.rx_probes;
+			qsum.rx_probes_pair_taken += qs.rx_probes_pair_taken;
+			qsum.rx_steer += qs.rx_steer;
 			qsum.fill_depth += qs.fill_depth;
 			qsum.fill_grows += qs.fill_grows;
 			qsum.rx_kicks += qs.rx_kicks;
@@ -708,10 +712,13 @@ static void report(struct run *r, double secs, int rc)
 	       qsum.fill_depth, qsum.fill_grows, qsum.rx_kicks);
 	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\nprobes_sent=%" PRIu64
 	       "\nrx_probes=%" PRIu64 "\nxdp_probes=%" PRIu64 "\nxdp_probe_no_socket=%" PRIu64
-	       "\nrandom_losses=%" PRIu64 "\npings=%" PRIu64 "\n",
+	       "\nrandom_losses=%" PRIu64 "\npings=%" PRIu64 "\nprobes_pair_taken=%" PRIu64
+	       "\nrx_probes_pair_taken=%" PRIu64 "\nsteers_sent=%" PRIu64 "\nrx_steer=%" PRIu64
+	       "\n",
 	       paths_min == UINT32_MAX ? 0 : paths_min, paths_max, (uint64_t)sum.paths_retired,
 	       sum.probes_sent, qsum.rx_probes, qsum.xdp_probes, qsum.xdp_probe_no_socket,
-	       sum.random_losses, sum.pings);
+	       sum.random_losses, sum.pings, sum.probes_pair_taken, qsum.rx_probes_pair_taken,
+	       sum.steers_sent, qsum.rx_steer);
 	fflush(stdout);
 }
 

@@ -130,6 +130,9 @@ struct harp_queue_stats {
 	uint64_t tx_kick_errors;      /* TX wake-ups that failed (each WARN line says how many) */
 	uint64_t tx_bundled;	      /* records sent in a frame another record opened */
 	uint64_t rx_bad_auth; /* HARP_AUTH: a frame of a connection whose MAC failed: dropped */
+	uint64_t rx_probes_pair_taken; /* probes on a port pair another engine here owns: not
+					* confirmed (a tap's flow steering would move the pair) */
+	uint64_t rx_steer; /* STEER frames the peer sent to keep a tap's steering: ignored */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 
@@ -205,6 +208,9 @@ struct harp_conn_stats {
 	uint64_t msgs_held;	   /* such messages that arrived before our receive: held for it */
 	const char *auth;	   /* HARP_AUTH: the MAC every frame carries ("AES-256-GCM",
 				    * "ChaCha20-Poly1305"), NULL: none */
+	uint64_t probes_pair_taken; /* confirmed probes whose port pair another engine here
+				     * took first: not used */
+	uint64_t steers_sent; /* STEER frames sent on the peer's paths to us (conn_steer) */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

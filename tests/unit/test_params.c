@@ -363,6 +363,11 @@ static void test_enum(void **state)
 	assert_int_equal(p.bind_mode, HARP_BIND_ZEROCOPY);
 	assert_int_equal(params_set(&p, "HARP_BIND_MODE", "copy", err, sizeof(err)), 0);
 	assert_int_equal(p.bind_mode, HARP_BIND_COPY);
+	assert_int_equal(p.zerocopy_quirks, 1);
+	assert_int_equal(params_set(&p, "HARP_ZEROCOPY_QUIRKS", "0", err, sizeof(err)), 0);
+	assert_int_equal(p.zerocopy_quirks, 0);
+	assert_int_equal(params_set(&p, "HARP_ZEROCOPY_QUIRKS", "2", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HARP_ZEROCOPY_QUIRKS"));
 	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "skb", err, sizeof(err)), 0);
 	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
 	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "native", err, sizeof(err)), 0);
@@ -627,7 +632,8 @@ static void test_dump(void **state)
 	static const char *const names[] = {
 		"HARP_IFNAME", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
 		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_LOG_LEVEL",
-		"HARP_HUGEPAGES", "HARP_BIND_MODE", "HARP_XDP_MODE", "HARP_PIN_ROOT", "HARP_AGENT_SOCKET",
+		"HARP_HUGEPAGES", "HARP_BIND_MODE", "HARP_ZEROCOPY_QUIRKS", "HARP_XDP_MODE",
+		"HARP_PIN_ROOT", "HARP_AGENT_SOCKET",
 		"HARP_CONF",
 		"HARP_PEER_TIMEOUT_MS",
 		"HARP_CONNECT_TIMEOUT_MS", "HARP_CONNS_MAX", "HARP_IDLE_PROGRESS_US", "HARP_SPIN_YIELD",

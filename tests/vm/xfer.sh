@@ -11,6 +11,8 @@
 #                       which virtio-net's zero copy needs)
 #     --qemu WHICH      backports (default) or debian (Debian 12's QEMU 7.2)
 #     --limit SEC       the guests' time limit (default 300)
+#     --mem MB          each guest's memory (default 1024; zero copy runs with 512, README.md)
+#     --verbose         print both consoles whole (every counter harp-xfer printed) on success too
 #   WORDS are guest/xfer.sh's scenario words (conns=1+8, bidir, mode=zerocopy, ...).
 #
 # Exits 0 when both guests' scenarios passed, 1 otherwise (both consoles printed), 77 when it
@@ -18,19 +20,21 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-queues=2 device="" limit=300
+queues=2 device="" limit=300 verbose=0
 while (($#)); do
 	case $1 in
 	--queues) queues=${2:?} && shift ;;
 	--device) device=${2:?} && shift ;;
 	--qemu) VM_QEMU=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
+	--mem) VM_MEM=${2:?} && shift ;;
+	--verbose) verbose=1 ;;
 	--)
 		shift
 		break
 		;;
 	*)
-		sed -n '4,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 		exit 2
 		;;
 	esac
@@ -38,7 +42,7 @@ while (($#)); do
 done
 words=("$@")
 VM_ARGS="${words[*]}"
-export VM_QEMU VM_ARGS
+export VM_QEMU VM_ARGS VM_MEM
 
 # shellcheck source=tests/vm/vm.sh
 source "$here/vm.sh"
@@ -49,8 +53,12 @@ rc=0
 vm_wait_all "$limit" || rc=1
 if ((rc == 0)); then
 	for g in a b; do
-		grep -E '^(guest |run [0-9]|\[zerocopy demanded\] harp|\[x[0-9]+ [a-z]+\] harp: (WARN|ERROR))' \
-			"$(vm_log $g)" || true
+		if ((verbose)); then
+			cat "$(vm_log $g)"
+		else
+			grep -E '^(guest |run [0-9]|\[zerocopy demanded\] harp|\[x[0-9]+ [a-z]+\] harp: (WARN|ERROR))' \
+				"$(vm_log $g)" || true
+		fi
 	done
 	echo "vm xfer: passed (${words[*]})"
 else

@@ -349,6 +349,10 @@ static void test_round_trip_probe(void **state)
 	h.tag = 63;
 	round_trip(&h, 0);
 	harp_mutation(hdr_of(HARP_PKT_PROBE, 8), 8, WIRE_ERR_LEN);
+	/* a STEER, like a probe, has no body */
+	h = hdr_of(HARP_PKT_STEER, 0);
+	round_trip(&h, 0);
+	harp_mutation(hdr_of(HARP_PKT_STEER, 4), 4, WIRE_ERR_LEN);
 }
 
 /* The reserved fields are carried, not interpreted: a receiver sees what was sent. */
@@ -439,7 +443,7 @@ static void truncate_all(struct frame *whole)
 static void test_truncated_every_length(void **state)
 {
 	const uint8_t types[] = { HARP_PKT_DATA, HARP_PKT_ACK, HARP_PKT_CTS, HARP_PKT_MSGERR,
-				  HARP_PKT_PROBE };
+				  HARP_PKT_PROBE, HARP_PKT_STEER };
 	struct frame f;
 	struct harp_hdr h;
 	size_t i;
@@ -906,8 +910,12 @@ static void test_bundle_refused(void **state)
 	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
 	h[1] = hdr_of(HARP_PKT_PROBE, 0); /* a probe travels alone: XDP reads the first header */
 	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	h[1] = hdr_of(HARP_PKT_STEER, 0); /* so does a STEER */
+	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
 	h[0] = hdr_of(HARP_PKT_PROBE, 0);
 	h[1] = hdr_of(HARP_PKT_CTS, 0);
+	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	h[0] = hdr_of(HARP_PKT_STEER, 0);
 	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
 	h[0] = hdr_of(HARP_PKT_CTS, 0);
 	h[1] = hdr_data(8, 0, 8);

@@ -27,7 +27,19 @@ export HARP_CONF=
 hvm_fail() {
 	echo "FAIL ($hvm_name): $*"
 	echo "$hvm_name: $*" >/tmp/pub/FAILED
+	hvm_nic_state
 	exit 1
+}
+
+# hvm_nic_state: what the NIC's driver counted (its non-zero per-queue counters) and its
+# interrupts, for a failure's console
+hvm_nic_state() {
+	echo "-- $hvm_name: ethtool -S eth0 (non-zero)"
+	ethtool -S eth0 2>&1 | grep -v ': 0$' | tr -s ' \t' ' ' | paste -sd ' ' || true
+	echo "-- $hvm_name: UDP"
+	grep '^Udp:' /proc/net/snmp | tail -n 1 || true
+	echo "-- $hvm_name: interrupts"
+	grep -E 'virtio|CPU' /proc/interrupts | tr -s ' ' || true
 }
 
 hvm_arg() {

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The port-pair owners of a context's engines (pairs.h). */
+#include "pairs.h"
+
+/*
+ * An entry: the pair in the high 48 bits, its owner's engine number + 1 in the low 16. The two
+ * ports go in sorted, not as ours and theirs: the kernel's symmetric flow hash (tun's) sorts
+ * the addresses and the ports each on their own, so our port x to their port y and our port y
+ * to their port x are one flow to it.
+ */
+static uint64_t pair_key(uint32_t peer_ip, uint16_t local_port, uint16_t peer_port)
+{
+	uint16_t ip16 = (uint16_t)(peer_ip ^ (peer_ip >> 16));
+	uint16_t lo = local_port < peer_port ? local_port : peer_port;
+	uint16_t hi = local_port < peer_port ? peer_port : local_port;
+
+	return ((uint64_t)lo << 48) | ((uint64_t)hi << 32) | ((uint64_t)ip16 << 16);
+}
+
+static uint32_t pair_home(uint64_t key)
+{
+	key *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(key >> 40) & (PAIRS_SLOTS - 1);
+}
+
+/* The pair's entry, or 0 when it has none; *slot: where it is, or the first free slot seen
+ * (PAIRS_SLOTS when its run of slots is full). */
+static uint64_t pair_find(const struct pairs *t, uint64_t key, uint32_t *slot)
+{
+	uint32_t i, s = pair_home(key);
+
+	for (i = 0; i < PAIRS_PROBES; i++, s = (s + 1) & (PAIRS_SLOTS - 1)) {
+		uint64_t v = atomic_load_explicit(&t->slot[s], memory_order_acquire);
+
+		if (!v || (v & ~0xffffull) == key) {
+			*slot = s;
+			return v;
+		}
+	}
+	*slot = PAIRS_SLOTS;
+	return 0;
+}
+
+bool pairs_free_for(const struct pairs *t, uint32_t peer_ip, uint16_t local_port,
+		    uint16_t peer_port, int engine)
+{
+	uint32_t slot;
+	uint64_t v = pair_find(t, pair_key(peer_ip, local_port, peer_port), &slot);
+
+	return !v || (int)(v & 0xffff) == engine + 1;
+}
+
+bool pairs_claim(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
+		 int engine)
+{
+	uint64_t key = pair_key(peer_ip, local_port, peer_port);
+
+	for (;;) {
+		uint32_t slot;
+		uint64_t v = pair_find(t, key, &slot), want = key | (uint64_t)(engine + 1);
+
+		if (v) {
+			return (int)(v & 0xffff) == engine + 1;
+		}
+		if (slot == PAIRS_SLOTS) {
+			atomic_fetch_add_explicit(&t->full, 1, memory_order_relaxed);
+			return true;
+		}
+		/* the first free slot of the run: another claimer of the same pair finds the same
+		 * one (entries are never removed), so one of them wins it and the other reads it */
+		if (atomic_compare_exchange_strong_explicit(
+			&t->slot[slot], &v, want, memory_order_acq_rel, memory_order_acquire)) {
+			return true;
+		}
+	}
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pairs: the first engine to claim a port pair with a peer owns it, for good; other engines are
+ * refused it and see it as not free; the same ports with another peer, or the ports the other
+ * way round, are other pairs; a full run of slots owns nothing more and refuses no one; and
+ * four threads racing to claim the same 20,000 pairs end with exactly one owner for each.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "pairs.h"
+
+#define IP_A 0xc6120001u /* 198.18.0.1 */
+#define IP_B 0xc6120002u
+
+static struct pairs *pairs_new(void)
+{
+	struct pairs *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	return t;
+}
+
+static void test_first_claim_owns(void **state)
+{
+	struct pairs *t = pairs_new();
+
+	(void)state;
+	assert_true(pairs_free_for(t, IP_A, 100, 200, 0));
+	assert_true(pairs_free_for(t, IP_A, 100, 200, 3));
+	assert_true(pairs_claim(t, IP_A, 100, 200, 3));
+	assert_true(pairs_claim(t, IP_A, 100, 200, 3)); /* again: still its own */
+	assert_true(pairs_free_for(t, IP_A, 100, 200, 3));
+	assert_false(pairs_free_for(t, IP_A, 100, 200, 0));
+	assert_false(pairs_claim(t, IP_A, 100, 200, 0));
+	assert_false(pairs_claim(t, IP_A, 100, 200, 63));
+	/* other pairs: another peer, the ports swapped, one port changed */
+	assert_true(pairs_claim(t, IP_B, 100, 200, 0));
+	assert_true(pairs_claim(t, IP_A, 200, 100, 0));
+	assert_true(pairs_claim(t, IP_A, 100, 201, 0));
+	assert_false(pairs_free_for(t, IP_B, 100, 200, 3));
+	assert_int_equal(atomic_load(&t->full), 0);
+	free(t);
+}
+
+/* Every pair of a 64 x 64 port range with 16 peers: 65,536 claims into 65,536 slots. Runs of
+ * slots fill up: such claims own nothing and are refused to no one, and each counts. */
+static void test_full_refuses_no_one(void **state)
+{
+	struct pairs *t = pairs_new();
+	uint32_t ip, lp, pp, owned = 0, unowned = 0;
+
+	(void)state;
+	for (ip = 0; ip < 16; ip++) {
+		for (lp = 0; lp < 64; lp++) {
+			for (pp = 0; pp < 64; pp++) {
+				assert_true(pairs_claim(t, IP_A + ip, (uint16_t)(47000 + lp),
+							(uint16_t)(47000 + pp), (int)(lp % 4)));
+			}
+		}
+	}
+	for (ip = 0; ip < 16; ip++) {
+		for (lp = 0; lp < 64; lp++) {
+			for (pp = 0; pp < 64; pp++) {
+				int other = (int)(lp + 1) % 4;
+				bool free_other =
+				    pairs_free_for(t, IP_A + ip, (uint16_t)(47000 + lp),
+						   (uint16_t)(47000 + pp), other);
+
+				/* an owned pair is its claimer's; an unowned one anyone's */
+				assert_true(pairs_free_for(t, IP_A + ip, (uint16_t)(47000 + lp),
+							   (uint16_t)(47000 + pp), (int)(lp % 4)));
+				if (free_other) {
+					unowned++;
+				} else {
+					owned++;
+				}
+			}
+		}
+	}
+	assert_int_equal(owned + unowned, 16 * 64 * 64);
+	assert_int_equal(unowned, atomic_load(&t->full));
+	assert_true(owned > PAIRS_SLOTS / 2); /* the table still held most of them */
+	free(t);
+}
+
+#define RACERS	   4
+#define RACE_PAIRS 20000
+
+struct racer {
+	struct pairs *t;
+	int engine;
+	uint32_t won[RACE_PAIRS / 32 + 1];
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	uint32_t i;
+
+	for (i = 0; i < RACE_PAIRS; i++) {
+		if (pairs_claim(r->t, IP_A + i % 7, (uint16_t)(i / 7), (uint16_t)(i % 300),
+				r->engine)) {
+			r->won[i / 32] |= 1u << (i % 32);
+		}
+	}
+	return NULL;
+}
+
+static void test_racing_claims_one_owner(void **state)
+{
+	struct racer *r = calloc(RACERS, sizeof(*r));
+	pthread_t th[RACERS];
+	uint32_t i;
+	int k;
+
+	(void)state;
+	assert_non_null(r);
+	r[0].t = pairs_new();
+	for (k = 0; k < RACERS; k++) {
+		r[k].t = r[0].t;
+		r[k].engine = k;
+		assert_int_equal(pthread_create(&th[k], NULL, race, &r[k]), 0);
+	}
+	for (k = 0; k < RACERS; k++) {
+		pthread_join(th[k], NULL);
+	}
+	assert_int_equal(atomic_load(&r[0].t->full), 0);
+	for (i = 0; i < RACE_PAIRS; i++) {
+		int winners = 0, owner = -1;
+
+		for (k = 0; k < RACERS; k++) {
+			if (r[k].won[i / 32] & (1u << (i % 32))) {
+				winners++;
+				owner = k;
+			}
+		}
+		assert_int_equal(winners, 1);
+		for (k = 0; k < RACERS; k++) {
+			assert_int_equal(pairs_free_for(r[0].t, IP_A + i % 7, (uint16_t)(i / 7),
+							(uint16_t)(i % 300), k),
+					 k == owner);
+		}
+	}
+	free(r[0].t);
+	free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_first_claim_owns),
+	    cmocka_unit_test(test_full_refuses_no_one),
+	    cmocka_unit_test(test_racing_claims_one_owner),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
