@@ -134,7 +134,8 @@ static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t s
 		CHECK(p->h.len <= HARP_SACK_MAX_BYTES);
 		break;
 	case HARP_PKT_PROBE:
-		CHECK(p->h.len == 0 && p->next_len == 0); /* a PROBE travels alone */
+	case HARP_PKT_STEER:
+		CHECK(p->h.len == 0 && p->next_len == 0); /* a PROBE or STEER travels alone */
 		break;
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
@@ -165,7 +166,7 @@ static void check_accepted(const uint8_t *data, size_t size)
 	check_rebuild(&p);
 	/* the records after it (a bundle) hold to the same rules, and to the first's connection */
 	while (wire_next(&p)) {
-		CHECK(p.h.type != HARP_PKT_PROBE && first.type != HARP_PKT_PROBE);
+		CHECK(!wire_alone(p.h.type) && !wire_alone(first.type));
 		check_record(&p, data, size, &first);
 		CHECK(++records <= (int)(size / HARP_HDR_LEN));
 	}

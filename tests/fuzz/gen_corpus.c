@@ -171,6 +171,12 @@ int main(int argc, char **argv)
 	h.tag = 17;
 	err |= seed(argv[1], "probe", &h, 0);
 
+	h.type = HARP_PKT_STEER;
+	h.rsn = 0;
+	h.tag = 0;
+	err |= seed(argv[1], "steer", &h, 0);
+	h.type = HARP_PKT_PROBE;
+
 	h.rsn = 4;
 	h.tag = 9;
 	err |= seed_bundle(argv[1], h);
