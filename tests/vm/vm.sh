@@ -28,6 +28,9 @@
 # user networking), addresses from 198.18.0.0/15; the namespace, the taps and the guests go on
 # any exit through vm_cleanup.
 #
+# VM_MEM is each guest's memory in MiB (default 1024). VM_FILES names more files for the
+# initramfs (space-separated absolute paths, each with the libraries ldd names), such as a
+# benchmark's peer plugin.
 # VM_QEMU picks the hypervisor: backports (default), the QEMU tests/vm/fetch.sh took from
 # bookworm-backports, or debian, Debian 12's own QEMU 7.2 (its software RSS stalls a receive
 # queue left short of buffers: tests/vm/README.md).
@@ -52,17 +55,23 @@ vm_net=$(($$ % 250 + 1))
 : "${VM_QEMU:=backports}"
 vm_qemu="" vm_qemu_opts=()
 : "${VM_ARGS:=}"
+: "${VM_FILES:=}"
 
 vm_log_line() {
 	printf 'vm: %s\n' "$*" >&2
 }
 
-# The binaries a guest may run: the build's, then the system tools the guest scripts use.
+# The files a guest may run or load: the build's (harp's XDP object among them) and
+# scripts/harp-attach, then the system tools the guest scripts use.
 vm_binaries() {
 	local f
 	for f in harp-xfer harp-agent harp-params harp-perf tests/plugin/harp-net-driver \
-		nccl-net/libnccl-net-harp.so; do
+		nccl-net/libnccl-net-harp.so bpf/harp_xdp.bpf.o; do
 		[[ -e $vm_build/$f ]] && echo "$vm_build/$f"
+	done
+	echo "$vm_root/scripts/harp-attach"
+	for f in $VM_FILES; do
+		echo "$f"
 	done
 	for f in ip ethtool iperf3 bash bpftool xdp-loader; do
 		command -v "$f" || true
@@ -135,6 +144,7 @@ vm_make_base() {
 	for applet in $(busybox --list); do
 		[[ -e $root/bin/$applet ]] || ln -s busybox "$root/bin/$applet"
 	done
+	ln -s /bin/busybox "$root/usr/bin/env" # scripts/harp-attach's #!/usr/bin/env bash
 	while read -r bin; do
 		vm_copy "$bin"
 		while read -r lib; do
@@ -151,6 +161,7 @@ vm_make_base() {
 	echo "root:x:0:0:root:/:/bin/sh" >"$root/etc/passwd"
 	echo "root:x:0:" >"$root/etc/group"
 	echo "$vm_build" >"$root/lib/harp-vm/build"
+	echo "$vm_root" >"$root/lib/harp-vm/source"
 	vm_base=$vm_tmp/base.cpio
 	(cd "$root" && find . | cpio -o -H newc --quiet) >"$vm_base"
 }

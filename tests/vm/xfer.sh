@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Two QEMU guests with virtio-net NICs on a bridge (tests/vm/vm.sh) run guest/xfer.sh: verified
-# harp transfers between them, and what each must show.
+# Two QEMU guests with virtio-net NICs on a bridge (tests/vm/vm.sh) run a guest scenario: by default
+# guest/xfer.sh (verified harp transfers between them, and what each must show), or
+# guest/plugin.sh (NCCL's net plugin between them, driven as NCCL drives it), or guest/attach.sh
+# (each guest a node prepared with harp-attach up, then down).
 #
 #   tests/vm/xfer.sh [options] -- WORDS...
 #     --queues N        virtio-net queue pairs per NIC, all in use (default 2)
@@ -13,14 +15,16 @@
 #     --limit SEC       the guests' time limit (default 300)
 #     --mem MB          each guest's memory (default 1024; zero copy runs with 512, README.md)
 #     --verbose         print both consoles whole (every counter harp-xfer printed) on success too
-#   WORDS are guest/xfer.sh's scenario words (conns=1+8, bidir, mode=zerocopy, ...).
+#     --guest NAME      the guest scenario: xfer (default), plugin or attach (guest/NAME.sh)
+#   WORDS are the guest scenario's words (guest/xfer.sh: conns=1+8, bidir, mode=zerocopy, ...;
+#   guest/plugin.sh: versions=12+8, scenarios=basic+many, ...; guest/attach.sh: conns=4, ...).
 #
 # Exits 0 when both guests' scenarios passed, 1 otherwise (both consoles printed), 77 when it
 # cannot run here (not root, QEMU missing).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-queues=2 device="" limit=300 verbose=0
+queues=2 device="" limit=300 verbose=0 guest=xfer
 while (($#)); do
 	case $1 in
 	--queues) queues=${2:?} && shift ;;
@@ -29,12 +33,13 @@ while (($#)); do
 	--limit) limit=${2:?} && shift ;;
 	--mem) VM_MEM=${2:?} && shift ;;
 	--verbose) verbose=1 ;;
+	--guest) guest=${2:?} && shift ;;
 	--)
 		shift
 		break
 		;;
 	*)
-		sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		sed -n '4,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 		exit 2
 		;;
 	esac
@@ -48,7 +53,11 @@ export VM_QEMU VM_ARGS VM_MEM
 source "$here/vm.sh"
 trap vm_cleanup EXIT
 vm_init
-vm_pair "$here/guest/xfer.sh" "$device" "$queues"
+[[ -f $here/guest/$guest.sh ]] || {
+	echo "vm xfer: no guest scenario $here/guest/$guest.sh" >&2
+	exit 2
+}
+vm_pair "$here/guest/$guest.sh" "$device" "$queues"
 rc=0
 vm_wait_all "$limit" || rc=1
 if ((rc == 0)); then
@@ -56,7 +65,7 @@ if ((rc == 0)); then
 		if ((verbose)); then
 			cat "$(vm_log $g)"
 		else
-			grep -E '^(guest |run [0-9]|\[zerocopy demanded\] harp|\[x[0-9]+ [a-z]+\] harp: (WARN|ERROR))' \
+			grep -E '^(guest |run [0-9]|v[0-9]+-[a-z-]+: |attach: |\[zerocopy demanded\] harp|\[x[0-9]+ [a-z]+\] harp: (WARN|ERROR))' \
 				"$(vm_log $g)" || true
 		fi
 	done

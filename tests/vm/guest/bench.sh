@@ -3,21 +3,55 @@
 #
 # Guest benchmark (tests/vm/bench.sh boots two guests with it): in the same guests and the same
 # boot, ROUNDS rounds (hvm_args word rounds=N, default 3) of, one after another, guest b sending
-# to guest a over: kernel TCP (iperf3, one stream, 5 s), harp zero copy (HARP_BIND_MODE=auto on a
-# device that allows it) and harp copy mode (HARP_BIND_MODE=copy), one connection, 64 messages of
-# 1 MiB, every byte verified. Prints one line per measurement: "bench: ROUND WHAT GBIT/S".
-# Under TCG the figures measure the emulator: read them as ratios.
+# to guest a over: kernel TCP (iperf3, one stream, 5 s), harp zero copy and harp copy mode
+# (harp-xfer, one connection, 64 messages of 1 MiB, every byte verified). With the word
+# ncclsock=SO (the peer plugin of ../shared/tools/ncclsock, NCCL's own socket transport), each
+# round then streams 64 MiB in 512 KiB messages (window 8, one connection) through harp-perf
+# with harp's NCCL plugin, with NCCL's socket transport as NCCL sets it up by default, and with
+# 16 sockets per connection as on AWS. Prints one line per measurement: "bench: ROUND WHAT
+# GBIT/S cpu_s=SERVER_CPU_SECONDS". Under TCG the figures measure the emulator: read them as
+# ratios.
 set -e
-rounds=3
+rounds=3 ncclsock=""
 for w in ${hvm_args//,/ }; do
 	case $w in
 	rounds=*) rounds=${w#rounds=} ;;
+	ncclsock=*) ncclsock=${w#ncclsock=} ;;
 	*) hvm_fail "unknown bench word '$w'" ;;
 	esac
 done
 export HARP_LOG_LEVEL=warn
+# zero copy on this kernel's modular virtio_net, whose transmit header the guests' memory size and
+# nokaslr keep valid (guest/xfer.sh, tests/vm/README.md)
+export HARP_ZEROCOPY_QUIRKS=0
 role=client
 [ "$hvm_name" = a ] && role=server
+
+# perf_stream ROUND WHAT ENV... -- PLUGIN: harp-perf stream through PLUGIN, the server's line
+perf_stream() {
+	local r=$1 what=$2 dir=/tmp/perf-$1-$2 json=/tmp/perf-$1-$2.json rc=0 plugin
+	shift 2
+	local -a envs=()
+	while [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	plugin=$2
+	mkdir -p "$dir"
+	hvm_barrier "perf-$r-$what"
+	hvm_rdv $role "p$r$what" "$dir" env "${envs[@]}" timeout 200 "$hvm_build/harp-perf" stream \
+		--role $role --dir "$dir" --json "$json" --timeout 180 --version 11 --plugin "$plugin" \
+		--size 512K --window 8 --conns 1 --bytes 64M >"$dir/out" 2>&1 || rc=$?
+	if [ $rc != 0 ]; then
+		tail -n 20 "$dir/out"
+		hvm_fail "harp-perf stream through $what exited $rc"
+	fi
+	if [ $role = server ]; then
+		echo "bench: $r $what $(sed -n 's/.*"gbps":\([0-9.]*\).*/\1/p' "$json")" \
+			"cpu_s=$(sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p' "$json")"
+	fi
+}
+
 for ((r = 1; r <= rounds; r++)); do
 	if [ $role = server ]; then
 		timeout 60 iperf3 -s -1 -p 5201 >/tmp/iperf3.out 2>&1 &
@@ -38,5 +72,11 @@ for ((r = 1; r <= rounds; r++)); do
 				"cpu_s=$(sed -n 's/^cpu_seconds=//p' /tmp/$tag.out)"
 		fi
 	done
+	if [ -n "$ncclsock" ]; then
+		perf_stream $r nccl-plugin-harp HARP_IFNAME=eth0 -- "$hvm_build/nccl-net/libnccl-net-harp.so"
+		perf_stream $r nccl-socket NCCL_SOCKET_IFNAME=eth0 -- "$ncclsock"
+		perf_stream $r nccl-socket-16 NCCL_SOCKET_IFNAME=eth0 NCCL_SOCKET_NTHREADS=4 \
+			NCCL_NSOCKS_PERTHREAD=4 -- "$ncclsock"
+	fi
 done
 hvm_end

@@ -15,12 +15,19 @@
 #   hvm_fail WHY...         prints WHY and ends the scenario with status 1; the peer's next
 #                           hvm_fetch ends its scenario too
 #   hvm_arg WORD            true when WORD is one of the words of hvm_args
+#   hvm_rdv ROLE TAG DIR CMD...  runs CMD (harp-net-driver, harp-perf: programs that meet their
+#                           peer through files in a directory both share) with DIR as that
+#                           directory: while it runs, its files ROLE.* go to the peer and the
+#                           peer's (server.handles, client.handles and the marks) come into
+#                           DIR, named by TAG; CMD's status
 #
 # The environment holds hvm_name, hvm_ip, hvm_queues, hvm_peers and hvm_args from the kernel's
-# command line (tests/vm/vm.sh). The kernel's own TCP and ICMP run on the same NIC throughout:
-# every handle and barrier goes through the web server.
+# command line (tests/vm/vm.sh), and this file sets hvm_build and hvm_source (the build tree and
+# the checkout, at the same paths as on the host). The kernel's own TCP and ICMP run on the same
+# NIC throughout: every handle and barrier goes through the web server.
 
 hvm_build=$(cat /lib/harp-vm/build)
+hvm_source=$(cat /lib/harp-vm/source) # the checkout: scripts/harp-attach
 hvm_peer=${hvm_peers%%,*}
 export HARP_CONF=
 
@@ -137,5 +144,31 @@ hvm_xfer() {
 		# what the driver saw: the non-zero per-queue counters
 		ethtool -S eth0 | grep -v ': 0$' | sed "s/^/[$tag $role ethtool -S] /"
 	fi
+	return $rc
+}
+
+hvm_rdv() {
+	local role=$1 tag=$2 dir=$3 peer=server pid f n rc=0
+	shift 3
+	[ "$role" = server ] && peer=client
+	mkdir -p "$dir"
+	"$@" &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		for f in "$dir/$role".*; do
+			n=${f##*/}
+			if [ -e "$f" ] && [ ! -e "$dir/.sent-$n" ]; then
+				hvm_publish "$tag-$n" "$f"
+				: >"$dir/.sent-$n"
+			fi
+		done
+		for n in $peer.handles $peer.flowing $peer.idle $peer.done; do
+			if [ ! -e "$dir/$n" ] && hvm_get "$tag-$n" "$dir/.got-$n"; then
+				mv "$dir/.got-$n" "$dir/$n"
+			fi
+		done
+		sleep 0.2
+	done
+	wait $pid || rc=$?
 	return $rc
 }
