@@ -65,6 +65,10 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		pr_warn("HARP_FAULT_ZC_STALL_MS=%d is ignored: this build has no fault injector",
 			p->fault_zc_stall_ms);
 	}
+	if (p->fault_zc_tx_corrupt_ms) {
+		pr_warn("HARP_FAULT_ZC_TX_CORRUPT_MS=%d is ignored: this build has no fault injector",
+			p->fault_zc_tx_corrupt_ms);
+	}
 #endif
 	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
 		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,

@@ -57,6 +57,10 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 			conn_on_probe_result(c, msg.round, msg.value, now);
 			continue;
 		}
+		if (msg.type == CHAN_SILENT) {
+			c->peer_hears_nothing_ms = msg.value ? msg.value : 1; /* the engine acts */
+			continue;
+		}
 		c->peer_closed = true;
 		conn_on_peer_close(c, msg.value, now);
 	}
@@ -92,3 +96,16 @@ void chan_send_close(struct harp_conn *c)
 	}
 }
 
+void chan_send_silent(struct harp_conn *c, uint32_t ms)
+{
+	struct chan_msg m = {
+		.magic = htonl(CHAN_MAGIC),
+		.type = htonl(CHAN_SILENT),
+		.value = htonl(ms),
+	};
+
+	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+		pr_debug("conn %u: the silence report could not be sent: %s", c->id,
+			 strerror(errno));
+	}
+}

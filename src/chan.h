@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A running connection's control channel: the TCP connection that set it up (control.c) stays
- * open beside the data, and carries two messages, each 16 bytes. Its end of file or reset tells
+ * open beside the data, and carries three messages, each 16 bytes. Its end of file or reset tells
  * the engine at once that the peer closed or died. The engine reads and writes it; set-up hands
  * it over with the connection.
  */
@@ -17,5 +17,7 @@ int chan_poll(struct harp_conn *c, uint64_t now);
 void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand);
 /* Tells the peer we close, with our final cumulative ack. */
 void chan_send_close(struct harp_conn *c);
+/* Tells the peer that nothing of its data path has reached us for ms while we waited on it. */
+void chan_send_silent(struct harp_conn *c, uint32_t ms);
 
 #endif

@@ -294,6 +294,11 @@ struct harp_conn {
 	uint32_t sacked_pending; /* bits set in rcv_bits */
 	uint64_t ack_due_ns; /* when ack_due was set */
 	bool peer_closed; /* the peer said close on the control channel */
+	/* Silence reports (CHAN_SILENT): when we told the peer that it has not been heard for the
+	 * stall time while we waited on it (0: not in this silence), and what the peer told us of
+	 * ours (ms; 0: nothing) */
+	uint64_t silence_told_ns;
+	uint32_t peer_hears_nothing_ms;
 	/* completed small sends not yet acked: their payloads, and which slots hold one */
 	uint8_t *eager_copies; /* CONN_EAGER_SLOTS x CONN_EAGER_BYTES */
 	uint64_t eager_used;   /* bit per slot */

@@ -104,6 +104,8 @@ int ctrlmsg_hello_check(const void *bytes, size_t len, enum hello_type want, uin
 enum chan_msg_type {
 	CHAN_CLOSE = 1, /* value: the sender's rcv_nxt, its final cumulative ack */
 	CHAN_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
+	CHAN_SILENT = 3, /* value: ms we have heard nothing from the sender's data path while we
+			  * waited on it (its frames do not reach us) */
 };
 
 /* Integers in network order. */

@@ -360,6 +360,7 @@ struct tx_batch {
 	uint32_t records;	 /* bytes of records in it */
 	uint16_t src_port, dst_port;
 	bool alone;		 /* a PROBE or STEER: the XDP program reads only a frame's first header */
+	bool corrupt;		 /* HARP_FAULT_ZC_TX_CORRUPT_MS: frames leave with a bad IP checksum */
 };
 
 static void tx_seal(struct tx_batch *b, struct xsk_port *p)
@@ -386,6 +387,9 @@ static void tx_seal(struct tx_batch *b, struct xsk_port *p)
 	} else {
 		xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len =
 			wire_seal(b->frame, &path, b->records, c->ip_id++, true);
+	}
+	if (b->corrupt) {
+		b->frame[HARP_ETH_HLEN + 10] ^= 0x5a; /* the IPv4 header checksum: the peer drops it */
 	}
 	b->open = NULL;
 }
@@ -660,15 +664,26 @@ static void read_control(struct harp_engine *e, uint64_t now, bool now_too)
 
 #ifdef HARP_FAULT_INJECTION
 /* HARP_FAULT_ZC_STALL_MS: the zero-copy socket's frames stop going back to the fill ring, so the
- * driver runs out of buffers and delivers nothing, as a stalled driver or hypervisor would. */
+ * driver runs out of buffers and delivers nothing, as a stalled driver or hypervisor would.
+ * HARP_FAULT_ZC_TX_CORRUPT_MS: every frame the zero-copy socket sends leaves with a bad IP
+ * checksum: the driver completes it and the peer drops it, as with virtio_net's transmit
+ * header fault (xsk.c, zerocopy_quirk). */
 static void fault_zc_stall(struct harp_engine *e, uint64_t now)
 {
 	uint64_t after = (uint64_t)e->env.params->fault_zc_stall_ms * 1000000ull;
+	uint64_t tx_after = (uint64_t)e->env.params->fault_zc_tx_corrupt_ms * 1000000ull;
 
 	if (after && e->port.zerocopy && !e->port.no_refill && now - e->zc_opened_ns >= after) {
 		e->port.no_refill = true;
 		pr_info("engine %d: HARP_FAULT_ZC_STALL_MS: frames no longer go back to the fill ring "
 			"of %s queue %d",
+			e->queue, e->env.ifname, e->queue);
+	}
+	if (tx_after && e->port.zerocopy && !e->fault_tx_corrupt &&
+	    now - e->zc_opened_ns >= tx_after) {
+		e->fault_tx_corrupt = true;
+		pr_info("engine %d: HARP_FAULT_ZC_TX_CORRUPT_MS: frames sent on %s queue %d leave "
+			"with a bad IP checksum",
 			e->queue, e->env.ifname, e->queue);
 	}
 }
@@ -682,35 +697,89 @@ static void fault_zc_stall(struct harp_engine *e, uint64_t now)
 
 /*
  * Whether this engine's zero-copy socket looks stalled: it delivered nothing for stall_ns while
- * a connection waited on its peer at least as long. The first engine to find one says so and
- * raises the context's flag; each zero-copy engine then binds again in copy mode.
+ * a connection waited on its peer at least as long, or a peer said that nothing of ours reaches
+ * it (CHAN_SILENT: a transmit that fails where only the receiver can see it). The first engine
+ * to find one says so and raises the context's flag; each zero-copy engine then binds again in
+ * copy mode.
  */
 static void zc_watch(struct harp_engine *e, uint64_t now)
 {
 	uint64_t stall_ns = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull *
 			    ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN;
-	struct harp_conn *c;
+	struct harp_conn *c, *told = NULL;
 	char driver[64];
 
-	if (!e->port.zerocopy || now - e->rx_last_ns < stall_ns ||
-	    e->env.params->bind_mode == HARP_BIND_ZEROCOPY || !e->env.copy_fallback) {
-		return;
-	}
 	for (c = e->conns; c; c = c->links.next_active) {
-		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
-		    conn_waited_ns(c, now) >= stall_ns) {
+		if (c->peer_hears_nothing_ms &&
+		    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			told = c;
 			break;
 		}
 	}
-	if (!c || atomic_exchange(e->env.copy_fallback, true)) {
+	if (!e->port.zerocopy || e->env.params->bind_mode == HARP_BIND_ZEROCOPY ||
+	    !e->env.copy_fallback) {
+		if (told) {
+			pr_info("conn %u: peer %s has heard nothing of it for %u ms (%s mode here: "
+				"nothing to change)",
+				told->id, inet_ntoa((struct in_addr){ told->path.dst_ip }),
+				told->peer_hears_nothing_ms, e->port.zerocopy ? "zero-copy" : "copy");
+			told->peer_hears_nothing_ms = 0;
+		}
+		return;
+	}
+	if (!told) {
+		if (now - e->rx_last_ns < stall_ns) {
+			return;
+		}
+		for (c = e->conns; c; c = c->links.next_active) {
+			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
+			    conn_waited_ns(c, now) >= stall_ns) {
+				break;
+			}
+		}
+		if (!c) {
+			return;
+		}
+	}
+	if (atomic_exchange(e->env.copy_fallback, true)) {
 		return;
 	}
 	xsk_driver_name(e->env.ifname, driver, sizeof(driver));
+	if (told) {
+		pr_warn("engine %d: peer %s has heard nothing of conn %u for %u ms, though %s queue %d "
+			"(driver %s) sends it in zero-copy mode: taking the zero-copy transmit for "
+			"broken, %s falls back to copy mode (HARP_BIND_MODE=zerocopy would keep zero "
+			"copy)",
+			e->queue, inet_ntoa((struct in_addr){ told->path.dst_ip }), told->id,
+			told->peer_hears_nothing_ms, e->env.ifname, e->queue,
+			driver[0] ? driver : "unknown", e->env.ifname);
+		told->peer_hears_nothing_ms = 0;
+		return;
+	}
 	pr_warn("engine %d: the zero-copy socket of %s queue %d (driver %s) delivered nothing for "
 		"%llu ms while conn %u waited on its peer: taking the driver for stalled, %s falls "
 		"back to copy mode (HARP_BIND_MODE=zerocopy would keep zero copy)",
 		e->queue, e->env.ifname, e->queue, driver[0] ? driver : "unknown",
 		(unsigned long long)((now - e->rx_last_ns) / 1000000), c->id, e->env.ifname);
+}
+
+/*
+ * A connection that has heard nothing of its peer for stall_ns while it waited on it tells the
+ * peer so, once per silence (CHAN_SILENT): the peer's zero-copy transmit may be what fails, and
+ * only this side can see that (the peer's zc_watch acts on it).
+ */
+static void report_silence(struct harp_conn *c, uint64_t now, uint64_t stall_ns)
+{
+	uint64_t waited = conn_waited_ns(c, now);
+
+	if (waited < stall_ns) {
+		c->silence_told_ns = 0; /* the peer was heard: a new silence may be told */
+		return;
+	}
+	if (!c->silence_told_ns) {
+		c->silence_told_ns = now;
+		chan_send_silent(c, (uint32_t)(waited / 1000000));
+	}
 }
 
 /* The port is gone (port_err): every connection of the engine fails with its error. */
@@ -788,6 +857,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
+			report_silence(c, now, peer_timeout * ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN);
 			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_FAILED &&
 			    atomic_load_explicit(&c->fail_err, memory_order_relaxed) == -ETIMEDOUT) {
 				explain_silence(e, now);
@@ -884,6 +954,7 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
 	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
+	b.corrupt = e->fault_tx_corrupt && p->zerocopy;
 	if (b.reserved && xsk_ring_prod__reserve(&p->tx, b.reserved, &b.idx) == b.reserved) {
 		send_acks(e, &b, now);
 		send_data(e, &b, now);

@@ -57,7 +57,8 @@ struct harp_engine {
 	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
 	uint64_t silence_checked_ns; /* when a silent peer last made us check our XDP program */
 	uint64_t rx_last_ns;	     /* when the socket last delivered a packet (or opened) */
-	uint64_t zc_opened_ns;	     /* when the zero-copy socket opened (the stall fault) */
+	uint64_t zc_opened_ns;	     /* when the zero-copy socket opened (the stall faults) */
+	bool fault_tx_corrupt;	     /* HARP_FAULT_ZC_TX_CORRUPT_MS has begun */
 	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
 	struct harp_queue_stats stats;
 };

@@ -38,6 +38,12 @@ void chan_send_close(struct harp_conn *c)
 	(void)c;
 }
 
+void chan_send_silent(struct harp_conn *c, uint32_t ms)
+{
+	(void)c;
+	(void)ms;
+}
+
 void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
 {
 	(void)c;

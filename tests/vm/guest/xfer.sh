@@ -20,6 +20,9 @@
 #                       in flight, the TCP transfer complete
 #   stall=MS            the server runs with HARP_FAULT_ZC_STALL_MS=MS (a driver that stops
 #                       delivering) and must fall back to copy mode, saying so, and finish
+#   tx-stall=MS         the client runs with HARP_FAULT_ZC_TX_CORRUPT_MS=MS (a zero-copy transmit
+#                       whose frames never reach the peer): the server must tell it so
+#                       (CHAN_SILENT), the client must fall back to copy mode, saying so, and finish
 #   peer-timeout=MS     HARP_PEER_TIMEOUT_MS for both sides
 #   quirks=0            HARP_ZEROCOPY_QUIRKS=0 for both sides: auto tries zero copy on this
 #                       kernel's modular virtio_net, whose zero-copy transmit header is read
@@ -30,7 +33,7 @@
 set -e
 
 conns_list=1 size=1M count=16 bidir="" bind="" want_mode="" copy_line="" zc_refused=0
-every_queue=0 side=0 stall="" peer_timeout="" quirk_line=0
+every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0
 for w in ${hvm_args//,/ }; do
 	case $w in
 	conns=*) conns_list=${w#conns=} ;;
@@ -44,6 +47,7 @@ for w in ${hvm_args//,/ }; do
 	every-queue) every_queue=1 ;;
 	side-traffic) side=1 ;;
 	stall=*) stall=${w#stall=} ;;
+	tx-stall=*) tx_stall=${w#tx-stall=} ;;
 	peer-timeout=*) peer_timeout=${w#peer-timeout=} ;;
 	quirks=*) export HARP_ZEROCOPY_QUIRKS=${w#quirks=} ;;
 	quirk-line) quirk_line=1 ;;
@@ -95,6 +99,9 @@ for conns in ${conns_list//+/ }; do
 	if [ $role = server ] && [ -n "$stall" ]; then
 		HARP_FAULT_ZC_STALL_MS=$stall hvm_xfer server $tag --conns "$conns" --sizes "$size" \
 			--count "$count" $bidir --timeout 120 || rc=$?
+	elif [ $role = client ] && [ -n "$tx_stall" ]; then
+		HARP_FAULT_ZC_TX_CORRUPT_MS=$tx_stall hvm_xfer client $tag --conns "$conns" \
+			--sizes "$size" --count "$count" $bidir --timeout 120 || rc=$?
 	else
 		hvm_xfer $role $tag --conns "$conns" --sizes "$size" --count "$count" $bidir \
 			--timeout 120 || rc=$?
@@ -134,6 +141,11 @@ for conns in ${conns_list//+/ }; do
 		grep -q 'delivered nothing for .* falls back to copy mode' "/tmp/$tag.out" ||
 			hvm_fail "run $run: the stalled zero-copy socket was not reported"
 		[ "$(out_value $tag mode)" = copy ] || hvm_fail "run $run: still $(out_value $tag mode) after the stall"
+	fi
+	if [ $role = client ] && [ -n "$tx_stall" ]; then
+		grep -q 'has heard nothing of conn .* sends it in zero-copy mode: taking the zero-copy transmit for broken, eth0 falls back to copy mode' \
+			"/tmp/$tag.out" || hvm_fail "run $run: the peer's silence report did not end zero copy"
+		[ "$(out_value $tag mode)" = copy ] || hvm_fail "run $run: still $(out_value $tag mode) after the silence report"
 	fi
 	if ((side)); then
 		wait "$iperf_pid" || { cat /tmp/iperf3.out; hvm_fail "run $run: kernel TCP (iperf3) failed beside harp"; }
