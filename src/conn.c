@@ -359,6 +359,10 @@ static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	h->ts = (uint32_t)(now / 1000);
 	tx->src_port = st->local_port[st->sent];
 	tx->dst_port = st->peer_port[st->sent];
+	if (c->pairs) {
+		pairs_lease(c->pairs, c->path.dst_ip, tx->src_port, tx->dst_port, c->pair_owner,
+			    now / 1000000);
+	}
 	tx->twin_src_port = 0;
 	tx->twin_dst_port = 0;
 	tx->payload = NULL;
@@ -389,14 +393,20 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	}
 	/* A probe steers its pair's flow to this queue: a tap sends each flow to the queue the
 	 * guest last sent it from (pairs.h). So none goes on a pair another engine took since
-	 * the round began. */
+	 * the round began, or sent on lately. */
 	while (c->pairs && pr->sent < pr->ncands &&
-	       !pairs_free_for(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent],
-			       pr->cand_dst[pr->sent], c->pair_owner)) {
+	       (!pairs_free_for(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent],
+				pr->cand_dst[pr->sent], c->pair_owner) ||
+		pairs_leased_by_other(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent],
+				      pr->cand_dst[pr->sent], c->pair_owner, now / 1000000))) {
 		pr->sent++;
 	}
 	if (pr->sent == pr->ncands) {
 		return false;
+	}
+	if (c->pairs) {
+		pairs_lease(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent], pr->cand_dst[pr->sent],
+			    c->pair_owner, now / 1000000);
 	}
 	memset(h, 0, sizeof(*h));
 	h->version = HARP_WIRE_VERSION;

@@ -280,7 +280,11 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		/* this port pair reaches the connection's engine: tell the prober, unless another
 		 * engine here owns the pair (its sends would draw the pair to its queue) */
 		if (e->env.pairs) {
-			if (!pairs_claim(e->env.pairs, p.src_ip, p.dst_port, p.src_port,
+			/* another engine here sent on the flow lately (a probe): the tap may
+			 * steer it there yet, whatever brought this probe here */
+			if (pairs_leased_by_other(e->env.pairs, p.src_ip, p.dst_port, p.src_port,
+						  e->queue, now / 1000000) ||
+			    !pairs_claim(e->env.pairs, p.src_ip, p.dst_port, p.src_port,
 					 e->queue)) {
 				e->stats.rx_probes_pair_taken++;
 				return;

@@ -74,3 +74,28 @@ bool pairs_claim(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_
 		}
 	}
 }
+
+static _Atomic uint64_t *lease_of(const struct pairs *t, uint32_t peer_ip, uint16_t local_port,
+				   uint16_t peer_port)
+{
+	uint64_t key = pair_key(peer_ip, local_port, peer_port);
+
+	key *= 0x9e3779b97f4a7c15ull;
+	return (_Atomic uint64_t *)&t->lease[(key >> 50) & (PAIRS_LEASE_SLOTS - 1)];
+}
+
+bool pairs_leased_by_other(const struct pairs *t, uint32_t peer_ip, uint16_t local_port,
+			   uint16_t peer_port, int engine, uint64_t now_ms)
+{
+	uint64_t v = atomic_load_explicit(lease_of(t, peer_ip, local_port, peer_port),
+					  memory_order_relaxed);
+
+	return v && (int)(v & 0xffff) != engine + 1 && now_ms - (v >> 16) < PAIRS_LEASE_MS;
+}
+
+void pairs_lease(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
+		 int engine, uint64_t now_ms)
+{
+	atomic_store_explicit(lease_of(t, peer_ip, local_port, peer_port),
+			      now_ms << 16 | (uint64_t)(engine + 1), memory_order_relaxed);
+}

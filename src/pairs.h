@@ -27,9 +27,21 @@
 #define PAIRS_SLOTS  (1u << 16)
 #define PAIRS_PROBES 64 /* slots a lookup visits before it counts the table full */
 
+/*
+ * Who last sent on a flow without owning it, and when: a probe (or a STEER) steers the flow to
+ * its engine's queue in a tap for 3 s, and a frame can reach the tap milliseconds after it left
+ * the engine. While one engine's lease is fresh no other sends a probe on the flow or answers
+ * the peer's probe on it, so that steering a late frame left cannot move a path just found.
+ * A hashed slot per flow: flows that share a slot share their leases, which only delays a
+ * probe.
+ */
+#define PAIRS_LEASE_SLOTS (1u << 14)
+#define PAIRS_LEASE_MS	  3500 /* tun's flow entries live 3 s after their last use */
+
 struct pairs {
 	_Atomic uint64_t slot[PAIRS_SLOTS];
 	_Atomic uint64_t full; /* claims refused a slot because their run of slots was full */
+	_Atomic uint64_t lease[PAIRS_LEASE_SLOTS]; /* ms << 16 | engine + 1; 0: none */
 };
 
 /* Whether engine may use the pair: no other engine owns it. */
@@ -42,5 +54,12 @@ bool pairs_free_for(const struct pairs *t, uint32_t peer_ip, uint16_t local_port
  */
 bool pairs_claim(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
 		 int engine);
+
+/* Whether another engine's lease on the flow is fresh at now_ms (pairs_lease has not). */
+bool pairs_leased_by_other(const struct pairs *t, uint32_t peer_ip, uint16_t local_port,
+			   uint16_t peer_port, int engine, uint64_t now_ms);
+/* engine sends on the flow at now_ms: its lease, renewed. */
+void pairs_lease(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
+		 int engine, uint64_t now_ms);
 
 #endif

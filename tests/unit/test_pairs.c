@@ -3,8 +3,9 @@
  * pairs: the first engine to claim a port pair with a peer owns it, for good; other engines are
  * refused it and see it as not free; the ports the other way round are the same pair (tun's
  * symmetric flow hash sorts them), the same ports with another peer another; a full run of
- * slots owns nothing more and refuses no one; and four threads racing to claim the same 20,000
- * pairs end with exactly one owner for each.
+ * slots owns nothing more and refuses no one; four threads racing to claim the same 20,000
+ * pairs end with exactly one owner for each; and a lease (the last sender on a flow) holds the
+ * other engines off it for PAIRS_LEASE_MS, the mirrored ports too, and not its own engine.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -159,12 +160,33 @@ static void test_racing_claims_one_owner(void **state)
 	free(r);
 }
 
+static void test_lease(void **state)
+{
+	struct pairs *t = pairs_new();
+	const uint64_t t0 = 1000000;
+
+	(void)state;
+	assert_false(pairs_leased_by_other(t, IP_A, 100, 200, 0, t0));
+	pairs_lease(t, IP_A, 100, 200, 2, t0);
+	assert_false(pairs_leased_by_other(t, IP_A, 100, 200, 2, t0 + 10)); /* its own */
+	assert_true(pairs_leased_by_other(t, IP_A, 100, 200, 0, t0 + 10));
+	assert_true(pairs_leased_by_other(t, IP_A, 200, 100, 0, t0 + 10)); /* the mirror */
+	assert_true(pairs_leased_by_other(t, IP_A, 100, 200, 0, t0 + PAIRS_LEASE_MS - 1));
+	assert_false(pairs_leased_by_other(t, IP_A, 100, 200, 0, t0 + PAIRS_LEASE_MS));
+	/* renewed by another engine: now it holds the others off */
+	pairs_lease(t, IP_A, 200, 100, 1, t0 + 5000);
+	assert_true(pairs_leased_by_other(t, IP_A, 100, 200, 2, t0 + 5001));
+	assert_false(pairs_leased_by_other(t, IP_A, 100, 200, 1, t0 + 5001));
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_first_claim_owns),
 	    cmocka_unit_test(test_full_refuses_no_one),
 	    cmocka_unit_test(test_racing_claims_one_owner),
+	    cmocka_unit_test(test_lease),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
