@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "chan.h"
+#include "engine.h"
 
 int chan_poll(struct harp_conn *c, uint64_t now)
 {
@@ -58,7 +59,8 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 			continue;
 		}
 		if (msg.type == CHAN_SILENT) {
-			c->peer_hears_nothing_ms = msg.value ? msg.value : 1; /* the engine acts */
+			c->peer_hears_nothing_ms = msg.value ? msg.value : 1;
+			c->engine->silence_reports = true; /* zc_watch acts on it */
 			continue;
 		}
 		c->peer_closed = true;

@@ -334,12 +334,23 @@ bool conn_steer_due(const struct harp_conn *c, uint64_t now)
 	return c->steer.n && now >= c->steer.next_ns;
 }
 
+/* The header of a PROBE or STEER: no psn, no body, never acknowledged. */
+static void unreliable_hdr(const struct harp_conn *c, struct harp_hdr *h, uint8_t type,
+			   uint64_t now)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = HARP_WIRE_VERSION;
+	h->type = type;
+	h->conn_id = c->peer_id;
+	h->token = c->token;
+	h->ts = (uint32_t)(now / 1000);
+}
+
 /* The next STEER of a round that is due, or false when none is (the round ends, the next one
  * is scheduled). */
 static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct conn_steer *st = &c->steer;
-	struct harp_hdr *h = &tx->h;
 
 	if (!conn_steer_due(c, now)) {
 		return false;
@@ -351,12 +362,7 @@ static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		st->next_ns = now + (st->repeats < 3 ? early_ns[st->repeats++] : CONN_STEER_PERIOD_NS);
 		return false;
 	}
-	memset(h, 0, sizeof(*h));
-	h->version = HARP_WIRE_VERSION;
-	h->type = HARP_PKT_STEER;
-	h->conn_id = c->peer_id;
-	h->token = c->token;
-	h->ts = (uint32_t)(now / 1000);
+	unreliable_hdr(c, &tx->h, HARP_PKT_STEER, now);
 	tx->src_port = st->local_port[st->sent];
 	tx->dst_port = st->peer_port[st->sent];
 	if (c->pairs) {
@@ -408,12 +414,7 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		pairs_lease(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent], pr->cand_dst[pr->sent],
 			    c->pair_owner, now / 1000000);
 	}
-	memset(h, 0, sizeof(*h));
-	h->version = HARP_WIRE_VERSION;
-	h->type = HARP_PKT_PROBE;
-	h->conn_id = c->peer_id;
-	h->token = c->token;
-	h->ts = (uint32_t)(now / 1000);
+	unreliable_hdr(c, h, HARP_PKT_PROBE, now);
 	h->rsn = pr->round;
 	h->tag = pr->sent;
 	tx->src_port = pr->cand_src[pr->sent];

@@ -713,13 +713,14 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 	struct harp_conn *c, *told = NULL;
 	char driver[64];
 
-	for (c = e->conns; c; c = c->links.next_active) {
+	for (c = e->silence_reports ? e->conns : NULL; c; c = c->links.next_active) {
 		if (c->peer_hears_nothing_ms &&
 		    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			told = c;
 			break;
 		}
 	}
+	e->silence_reports = told != NULL; /* any other report waits for the next pass */
 	/* A report is taken for a broken transmit only when this side agrees: none of the
 	 * engine's connections with data in flight had an ack for as long. Under load one
 	 * connection can wait that long while the others' acks come (64 connections on two

@@ -44,8 +44,7 @@ ip link show eth0 | grep -q 'xdp' || hvm_fail "no XDP program on eth0 after up"
 export HARP_CONF=$conf HARP_LOG_LEVEL=info
 hvm_barrier attached
 if [ $role = client ]; then
-	ping -i 0.2 -w 60 "$hvm_peer" >/tmp/ping.out 2>&1 &
-	ping_pid=$!
+	hvm_ping_start 60
 fi
 hvm_xfer $role a1 --conns "$conns" --sizes 1M --count 8 --bidir --timeout 120 ||
 	hvm_fail "the transfer over the attached interface failed"
@@ -58,13 +57,8 @@ if [ -n "$want_mode" ] && [ "$mode" != "$want_mode" ]; then
 	hvm_fail "AF_XDP mode $mode, expected $want_mode"
 fi
 if [ $role = client ]; then
-	kill -INT "$ping_pid" 2>/dev/null || true
-	wait "$ping_pid" || true
-	sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' /tmp/ping.out)
-	replies=$(grep -c 'bytes from' /tmp/ping.out || true)
-	((sent >= 2 && replies * 10 >= (sent - 1) * 9)) ||
-		{ cat /tmp/ping.out; hvm_fail "$replies of $sent pings answered beside harp"; }
-	echo "attach: $replies of $sent pings answered beside harp"
+	hvm_ping_stop attach
+	echo "attach: $hvm_ping_result beside harp"
 fi
 hvm_barrier transferred
 

@@ -15,6 +15,10 @@
 #   hvm_fail WHY...         prints WHY and ends the scenario with status 1; the peer's next
 #                           hvm_fetch ends its scenario too
 #   hvm_arg WORD            true when WORD is one of the words of hvm_args
+#   hvm_ping_start SEC      pings the peer 5 times a second for at most SEC seconds, behind
+#   hvm_ping_stop WHAT      stops it: every ping must have been answered but the one in flight
+#                           and a tenth (else hvm_fail, WHAT saying when); sets hvm_ping_result
+#                           ("R of S pings answered")
 #   hvm_rdv ROLE TAG DIR CMD...  runs CMD (harp-net-driver, harp-perf: programs that meet their
 #                           peer through files in a directory both share) with DIR as that
 #                           directory: while it runs, its files ROLE.* go to the peer and the
@@ -171,4 +175,22 @@ hvm_rdv() {
 	done
 	wait $pid || rc=$?
 	return $rc
+}
+
+hvm_ping_start() {
+	ping -i 0.2 -w "$1" "$hvm_peer" >/tmp/ping.out 2>&1 &
+	hvm_ping_pid=$!
+}
+
+hvm_ping_stop() {
+	local sent replies
+	kill -INT "$hvm_ping_pid" 2>/dev/null || true
+	wait "$hvm_ping_pid" || true
+	sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' /tmp/ping.out)
+	replies=$(grep -c 'bytes from' /tmp/ping.out || true)
+	if ! ((sent >= 2 && replies * 10 >= (sent - 1) * 9)); then
+		cat /tmp/ping.out
+		hvm_fail "$1: $replies of $sent pings answered beside harp"
+	fi
+	hvm_ping_result="$replies of $sent pings answered"
 }

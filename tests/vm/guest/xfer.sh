@@ -89,8 +89,7 @@ for conns in ${conns_list//+/ }; do
 	hvm_barrier "start-$run"
 	if ((side)); then
 		if [ $role = client ]; then
-			ping -i 0.2 -w 150 "$hvm_peer" >/tmp/ping.out 2>&1 &
-			ping_pid=$!
+			hvm_ping_start 150
 			timeout 120 iperf3 -c "$hvm_peer" -p 5201 -n 8M >/tmp/iperf3.out 2>&1 &
 			iperf_pid=$!
 		fi
@@ -151,14 +150,8 @@ for conns in ${conns_list//+/ }; do
 		wait "$iperf_pid" || { cat /tmp/iperf3.out; hvm_fail "run $run: kernel TCP (iperf3) failed beside harp"; }
 		if [ $role = client ]; then
 			# pings ran all through the transfer: stopped now, each must have been answered
-			# but the one in flight and a tenth
-			kill -INT "$ping_pid" 2>/dev/null || true
-			wait "$ping_pid" || true
-			sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' /tmp/ping.out)
-			replies=$(grep -c 'bytes from' /tmp/ping.out || true)
-			((sent >= 2 && replies * 10 >= (sent - 1) * 9)) ||
-				{ cat /tmp/ping.out; hvm_fail "run $run: $replies of $sent pings answered beside harp"; }
-			echo "run $run: kernel traffic beside harp: $replies of $sent pings answered," \
+			hvm_ping_stop "run $run"
+			echo "run $run: kernel traffic beside harp: $hvm_ping_result," \
 				"$(grep -E 'receiver' /tmp/iperf3.out | awk '{print $7, $8}') TCP"
 		fi
 	fi
