@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -110,4 +111,16 @@ void chan_send_silent(struct harp_conn *c, uint32_t ms)
 		pr_debug("conn %u: the silence report could not be sent: %s", c->id,
 			 strerror(errno));
 	}
+}
+
+uint64_t chan_rtt_ns(const struct harp_conn *c)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(c->ctrl_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) || len < sizeof(ti.tcpi_rtt)) {
+		return 0;
+	}
+	return (uint64_t)ti.tcpi_rtt * 1000;
 }

@@ -19,5 +19,8 @@ void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand);
 void chan_send_close(struct harp_conn *c);
 /* Tells the peer that nothing of its data path has reached us for ms while we waited on it. */
 void chan_send_silent(struct harp_conn *c, uint32_t ms);
+/* The control connection's smoothed round-trip time as the kernel's TCP measured it, in ns;
+ * 0 when it cannot say. */
+uint64_t chan_rtt_ns(const struct harp_conn *c);
 
 #endif

@@ -55,6 +55,8 @@
 #define PATH_RETIRE_MIN_NS (20 * 1000000ull)
 #define PROBE_INTERVAL_NS (2 * 1000000ull) /* first wait for a round's results */
 #define PROBE_INTERVAL_MAX_NS (200 * 1000000ull)
+#define PROBE_WAIT_MAX_NS (1000 * 1000000ull) /* longest wait for answers before a new round */
+#define PROBE_CANDS_PER_PATH 16 /* candidates per path still wanted, in a round */
 
 int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 {
@@ -266,16 +268,46 @@ static void path_on_loss(struct harp_conn *c, struct conn_path *p, uint32_t psn)
 }
 
 /*
+ * The least wait between probe rounds: twice the time answers have taken to come (the peer's
+ * engine, then the control channel), so that a loaded pair of hosts whose answers take a second
+ * is not sent a round every few milliseconds, each drawing more answers to wait behind. Before
+ * any answer, and on a quick pair, PROBE_INTERVAL_NS. The engine's own average counts too:
+ * connections that start together learn from the first of them answered.
+ */
+static uint64_t probe_wait_floor(const struct conn_probe *pr)
+{
+	uint64_t answer = pr->answer_ns, floor;
+
+	/* the engine's connections answered slowly lately: so will this one's (64 of them
+	 * probing at once, none answered yet, each sent round after round) */
+	if (pr->shared_answer_ns && *pr->shared_answer_ns > answer) {
+		answer = *pr->shared_answer_ns;
+	}
+	floor = 2 * answer;
+
+	if (floor < PROBE_INTERVAL_NS) {
+		return PROBE_INTERVAL_NS;
+	}
+	return floor < PROBE_WAIT_MAX_NS ? floor : PROBE_WAIT_MAX_NS;
+}
+
+/*
  * Starts the next probe round: fresh candidate port pairs, none of them a live path's or one
- * another engine of this context owns (pairs.h).
+ * another engine of this context owns (pairs.h); PROBE_CANDS_PER_PATH of them for each path
+ * still wanted, at most CONN_PROBE_CANDS.
  */
 static void probe_round(struct harp_conn *c, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
-	uint32_t n = 0, tries = 0, i;
+	uint32_t want = c->paths_want > c->paths_live ? c->paths_want - c->paths_live : 1;
+	uint32_t n = 0, tries = 0, i, cands;
+	uint64_t floor = probe_wait_floor(pr);
 
+	cands = want * PROBE_CANDS_PER_PATH < CONN_PROBE_CANDS ? want * PROBE_CANDS_PER_PATH
+							       : CONN_PROBE_CANDS;
 	pr->round++;
-	while (n < CONN_PROBE_CANDS && tries++ < 4 * CONN_PROBE_CANDS) {
+	pr->answered = false;
+	while (n < cands && tries++ < 4 * CONN_PROBE_CANDS) {
 		uint16_t sp = htons((uint16_t)(c->port_lo + xorshift(&pr->rng) % c->port_span));
 		uint16_t dp = htons(
 			(uint16_t)(c->peer_port_lo + xorshift(&pr->rng) % c->peer_port_span));
@@ -300,7 +332,7 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 	pr->ncands = n;
 	pr->sent = 0;
 	pr->round_ns = now;
-	pr->next_ns = now + pr->interval_ns;
+	pr->next_ns = now + (pr->interval_ns > floor ? pr->interval_ns : floor);
 	pr->interval_ns = pr->interval_ns * 2 < PROBE_INTERVAL_MAX_NS ? pr->interval_ns * 2
 								    : PROBE_INTERVAL_MAX_NS;
 }
@@ -432,6 +464,17 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 	if (round != pr->round || cand >= pr->ncands) {
 		return; /* an earlier round's: its candidates are gone */
 	}
+	if (!pr->answered) {
+		uint64_t took = now - pr->round_ns;
+
+		pr->answered = true;
+		pr->answer_ns = pr->answer_ns ? (3 * pr->answer_ns + took) / 4 : took;
+		if (pr->shared_answer_ns) {
+			uint64_t *sh = pr->shared_answer_ns;
+
+			*sh = *sh ? (7 * *sh + took) / 8 : took;
+		}
+	}
 	/* another engine took the pair since the round began (its own probe, or the peer's) */
 	if (c->pairs && !pairs_claim(c->pairs, c->path.dst_ip, pr->cand_src[cand],
 				     pr->cand_dst[cand], c->pair_owner)) {
@@ -455,7 +498,8 @@ bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit
 	 * its threads starved of CPU) holds a round begun long ago whose answers missed it, or
 	 * never came because the peer starved too: it probes again before it gives up. */
 	return pr->round && pr->round_ns - pr->first_ns >= limit_ns / 2 &&
-	       now - pr->round_ns >= PROBE_INTERVAL_MAX_NS;
+	       now - pr->round_ns >= PROBE_INTERVAL_MAX_NS &&
+	       now - pr->round_ns >= probe_wait_floor(pr);
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */

@@ -149,6 +149,10 @@ struct conn_probe {
 	uint64_t interval_ns;	/* grows while rounds find nothing */
 	uint64_t first_ns;	/* when probing for the first path began */
 	uint64_t round_ns;	/* when this round began */
+	uint64_t answer_ns;	/* smoothed wait from a round's start to its first answer (at first
+				 * the control connection's round trip); 0: not known */
+	bool answered;		/* this round has had an answer */
+	uint64_t *shared_answer_ns; /* the engine's: answers its other connections waited for */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
 	uint32_t rng;
 };

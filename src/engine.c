@@ -26,6 +26,7 @@
 /* How often every connection's timers run: a tenth of the shortest retransmission timeout. The
  * delayed ack (20 us) has a list of its own, looked at every pass. */
 #define TIMER_PERIOD_NS 1000000ull
+#define RX_TROUBLE_PERIOD_NS (100 * 1000000ull) /* how often rx_trouble_sample asks the socket */
 
 int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, int busy_wait_ms)
 {
@@ -194,6 +195,10 @@ static void adopt(struct harp_engine *e, uint64_t now)
 		c->pairs = e->env.pairs;
 		c->pair_owner = e->queue;
 		conn_start(c, now);
+		/* until its probes are answered, rounds wait on the set-up's round trip: hosts
+		 * that took long to set it up answer probes no sooner */
+		c->probe.answer_ns = chan_rtt_ns(c);
+		c->probe.shared_answer_ns = &e->probe_answer_ns;
 		tx_list_add(e, c); /* its probes */
 		e->probing++;	   /* and their answers: timers and control every pass */
 		c->links.next_active = e->conns;
@@ -781,22 +786,60 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 }
 
 /*
+ * Samples, every RX_TROUBLE_PERIOD_NS, whether this engine's own socket lost or held back
+ * packets: dropped them, found its rx ring full, or its driver found the fill ring empty (the
+ * engine, starved of CPU, returns frames slower than they come). A silence heard meanwhile may
+ * be this side's own doing.
+ */
+static void rx_trouble_sample(struct harp_engine *e, uint64_t now)
+{
+	struct harp_queue_stats st;
+	uint64_t n;
+
+	if (now - e->rx_trouble_sampled_ns < RX_TROUBLE_PERIOD_NS || e->port.fd < 0) {
+		return;
+	}
+	e->rx_trouble_sampled_ns = now;
+	memset(&st, 0, sizeof(st));
+	if (xsk_port_stats(&e->port, &st)) {
+		return;
+	}
+	n = st.xdp_rx_dropped + st.xdp_rx_ring_full + st.xdp_rx_fill_ring_empty;
+	if (n != e->rx_trouble) { /* grown, or a new socket's count (binding again) */
+		e->rx_trouble = n;
+		e->rx_trouble_ns = now;
+	}
+}
+
+/*
  * A connection that has heard nothing of its peer for stall_ns while it waited on it tells the
  * peer so, once per silence (CHAN_SILENT): the peer's zero-copy transmit may be what fails, and
- * only this side can see that (the peer's zc_watch acts on it).
+ * only this side can see that (the peer's zc_watch acts on it). Not when this side's own socket
+ * lost or held back packets during the silence: a receiver starved of CPU (64 connections on
+ * two 1-vCPU guests) hears nothing for seconds while the peer's transmit is sound.
  */
 static void report_silence(struct harp_conn *c, uint64_t now, uint64_t stall_ns)
 {
 	uint64_t waited = conn_waited_ns(c, now);
+	struct harp_engine *e = c->engine;
 
 	if (waited < stall_ns) {
 		c->silence_told_ns = 0; /* the peer was heard: a new silence may be told */
 		return;
 	}
-	if (!c->silence_told_ns) {
-		c->silence_told_ns = now;
-		chan_send_silent(c, (uint32_t)(waited / 1000000));
+	if (c->silence_told_ns) {
+		return;
 	}
+	c->silence_told_ns = now;
+	if (e->rx_trouble_ns && e->rx_trouble_ns + RX_TROUBLE_PERIOD_NS >= now - waited) {
+		pr_info("conn %u: nothing heard of peer %s for %llu ms, but %s queue %d here lost or "
+			"held back packets meanwhile (its fill ring ran empty, its rx ring filled or "
+			"it dropped): the silence may be ours, the peer is not told",
+			c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
+			(unsigned long long)(waited / 1000000), e->env.ifname, e->queue);
+		return;
+	}
+	chan_send_silent(c, (uint32_t)(waited / 1000000));
 }
 
 /* The port is gone (port_err): every connection of the engine fails with its error. */
@@ -858,6 +901,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
 	fault_zc_stall(e, now);
+	rx_trouble_sample(e, now);
 	zc_watch(e, now);
 	for (c = e->conns; c; c = next) {
 		next = c->links.next_active;

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -2173,6 +2174,36 @@ static int thread_count(void)
 	return n;
 }
 
+/* Names each thread of this process on stderr (/proc/self/task/N/comm): which one outlived the
+ * plugin. */
+static void thread_names(void)
+{
+	char path[64], comm[64];
+	struct dirent *de;
+	DIR *dir = opendir("/proc/self/task");
+
+	if (!dir) {
+		return;
+	}
+	while ((de = readdir(dir))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.') {
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			fprintf(stderr, "net-driver: thread %s: %s\n", de->d_name, comm);
+		}
+		if (f) {
+			fclose(f);
+		}
+	}
+	closedir(dir);
+}
+
 /* WARN lines a clean run may print: the ones the driver provoked, and (for the scenarios that
  * end connections in odd ways) any. */
 static bool warns_expected(const struct drv *d)
@@ -2228,6 +2259,13 @@ int main(int argc, char **argv)
 		rc = -1;
 	}
 	threads_after = thread_count();
+	/* pthread_join returns once the kernel has cleared the thread's id, before the thread has
+	 * left the process's count (release_task comes after): on a slow machine the count can
+	 * still hold a joined thread. A moment later it cannot. */
+	for (i = 0; i < 20 && threads_after > threads_before; i++) {
+		usleep(10000);
+		threads_after = thread_count();
+	}
 #ifdef __SANITIZE_THREAD__
 	/* ThreadSanitizer starts its own background thread with the first pthread_create */
 	if (threads_after == threads_before + 1) {
@@ -2235,6 +2273,7 @@ int main(int argc, char **argv)
 	}
 #endif
 	if (threads_after != threads_before) {
+		thread_names();
 		fail("%d threads before loading the plugin, %d after unloading it", threads_before,
 		     threads_after);
 		rc = -1;

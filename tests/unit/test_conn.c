@@ -1457,7 +1457,7 @@ static void test_probe_rounds(void **state)
 		round = tx.h.rsn;
 		n++;
 	}
-	assert_int_equal(n, CONN_PROBE_CANDS); /* 16 x 8 pairs: enough for a full round */
+	assert_int_equal(n, 3 * 16); /* 16 for each path wanted (16 x 8 pairs: enough of them) */
 	assert_int_equal(c->stats.probes_sent, n);
 	/* nothing more until the round's time is up */
 	assert_false(conn_next_probe(c, &tx, p->now + 1000));
@@ -1490,6 +1490,66 @@ static void test_probe_rounds(void **state)
 }
 
 /*
+ * Rounds wait on the answers: twice the time the last ones took to come (the control
+ * connection's round trip before any came), never less than the usual first wait.
+ */
+static void test_probe_paced_by_answers(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *c = &p->a;
+	const uint64_t ms = 1000000ull;
+	struct conn_tx tx;
+	uint64_t t0;
+	int rounds = 0;
+
+	c->paths[0].live = false;
+	c->paths_live = 0;
+	conn_paths_init(c, 4, 47000, 64, 50000, 64, 7);
+	conn_start(c, p->now);
+	c->probe.answer_ns = 50 * ms; /* the set-up's round trip, as the engine seeds it */
+	t0 = p->now;
+	while (conn_next_probe(c, &tx, p->now)) {
+	}
+	/* nothing answers: no second round before 100 ms */
+	for (; p->now < t0 + 100 * ms; p->now += ms) {
+		assert_false(conn_next_probe(c, &tx, p->now));
+	}
+	assert_true(conn_next_probe(c, &tx, p->now));
+	rounds = (int)c->probe.round;
+	while (conn_next_probe(c, &tx, p->now)) {
+	}
+	/* its answer comes 400 ms after it began: the wait grows to a quarter of the way there */
+	t0 = c->probe.round_ns;
+	p->now = t0 + 400 * ms;
+	conn_on_probe_result(c, c->probe.round, 0, p->now);
+	assert_int_equal(c->paths_live, 1);
+	assert_int_equal(c->probe.answer_ns, (3 * 50 + 400) * ms / 4);
+	/* a second answer of the same round does not count again */
+	conn_on_probe_result(c, c->probe.round, 1, p->now + 300 * ms);
+	assert_int_equal(c->probe.answer_ns, (3 * 50 + 400) * ms / 4);
+	/* the next round waits twice that from its own start */
+	while (conn_next_probe(c, &tx, p->now)) {
+	}
+	assert_int_equal((int)c->probe.round, rounds + 1);
+	t0 = c->probe.round_ns;
+	for (; p->now < t0 + 2 * c->probe.answer_ns; p->now += ms) {
+		assert_false(conn_next_probe(c, &tx, p->now));
+	}
+	assert_true(conn_next_probe(c, &tx, p->now));
+	while (conn_next_probe(c, &tx, p->now)) {
+	}
+	/* answers that take seconds: rounds wait at most 1 s */
+	p->now = c->probe.next_ns;
+	c->probe.answer_ns = 30000 * ms;
+	assert_true(conn_next_probe(c, &tx, p->now));
+	while (conn_next_probe(c, &tx, p->now)) {
+	}
+	t0 = c->probe.round_ns;
+	assert_false(conn_next_probe(c, &tx, t0 + 999 * ms));
+	assert_true(conn_next_probe(c, &tx, t0 + 1000 * ms));
+}
+
+/*
  * An engine that ran no pass for longer than the limit (its process busy, its threads starved)
  * probes again before it gives up: the round begun before the gap is not judged.
  */
@@ -1509,7 +1569,7 @@ static void test_probe_after_gap(void **state)
 	while (conn_next_probe(c, &tx, p->now)) {
 		n++;
 	}
-	assert_int_equal(n, CONN_PROBE_CANDS);
+	assert_int_equal(n, 16); /* one path wanted */
 	p->now += 3 * limit; /* no pass for three times the limit */
 	assert_false(conn_paths_hopeless(c, p->now, limit));
 	/* a fresh round, and rounds after it while nothing answers, with a hearing each */
@@ -1548,6 +1608,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger_gives_up_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe_paced_by_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates_once, setup, teardown),

@@ -71,6 +71,12 @@ if ((rc == 0)); then
 	done
 	echo "vm xfer: passed (${words[*]})"
 else
+	# the consoles above can be long, and CI keeps only the head and the tail of a log: the
+	# failure's reason and harp's warnings once more, last
+	for g in a b; do
+		grep -E '^(FAIL \(|\[x[0-9]+ [a-z]+\] harp: (WARN|ERROR)|run [0-9])' "$(vm_log $g)" 2>/dev/null |
+			sed "s/^/summary, guest $g: /" || true
+	done
 	echo "vm xfer: FAILED (${words[*]})"
 fi
 exit "$rc"
