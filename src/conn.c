@@ -337,28 +337,64 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 								    : PROBE_INTERVAL_MAX_NS;
 }
 
-void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
-			uint64_t now)
+/* The pair's slot in the steer list, or CONN_STEER_PAIRS. */
+static uint32_t steer_find(const struct conn_steer *st, uint16_t local_port, uint16_t peer_port)
 {
-	struct conn_steer *st = &c->steer;
 	uint32_t i;
 
 	for (i = 0; i < st->n; i++) {
 		if (st->local_port[i] == local_port && st->peer_port[i] == peer_port) {
-			return;
+			return i;
 		}
 	}
+	return CONN_STEER_PAIRS;
+}
+
+/* Enters a pair in the steer list, in place of the one the peer used least lately when it is
+ * full, and starts a round of STEERs at once: the peer sends on the pair already. */
+static void steer_add(struct conn_steer *st, uint16_t local_port, uint16_t peer_port,
+		      uint64_t now)
+{
+	uint32_t i, j;
+
 	if (st->n < CONN_STEER_PAIRS) {
 		i = st->n++;
 	} else {
-		i = st->oldest;
-		st->oldest = (st->oldest + 1) % CONN_STEER_PAIRS;
+		for (i = 0, j = 1; j < st->n; j++) {
+			i = st->used_ns[j] < st->used_ns[i] ? j : i;
+		}
 	}
 	st->local_port[i] = local_port;
 	st->peer_port[i] = peer_port;
+	st->used_ns[i] = now;
 	st->sent = 0;
 	st->repeats = 0;
-	st->next_ns = now; /* at once: the peer sends on the pair as soon as it hears of it */
+	st->next_ns = now;
+}
+
+void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
+			uint64_t now)
+{
+	if (steer_find(&c->steer, local_port, peer_port) == CONN_STEER_PAIRS) {
+		steer_add(&c->steer, local_port, peer_port, now);
+	}
+}
+
+void conn_on_peer_data(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
+		       uint64_t now)
+{
+	uint32_t i = steer_find(&c->steer, local_port, peer_port);
+
+	if (i < CONN_STEER_PAIRS) {
+		c->steer.used_ns[i] = now;
+		return;
+	}
+	/* a path of the peer's whose pair left the list (or whose probe came before a restart
+	 * of ours): steered here again, unless another engine here owns it */
+	if (!c->pairs ||
+	    pairs_free_for(c->pairs, c->path.dst_ip, local_port, peer_port, c->pair_owner)) {
+		steer_add(&c->steer, local_port, peer_port, now);
+	}
 }
 
 bool conn_steer_due(const struct harp_conn *c, uint64_t now)

@@ -164,14 +164,17 @@ struct conn_probe {
  * under vhost-net or QEMU, for 3 s after each send) then keeps steering them here, as a NIC's
  * RSS hash would. Without it a pair that a probe of another engine here had steered elsewhere
  * moves when that steering expires; and a probe another engine sent on the pair just before
- * it became ours can reach the tap after our first STEER (the repeats undo that).
+ * it became ours can reach the tap after our first STEER (the repeats undo that). The pairs
+ * the peer's data comes on are kept before those only probed: a full list drops the one the
+ * peer used least lately (16 connections a side on 4 queues dropped paths in use when the
+ * oldest probed pair went first, and their packets went to other engines).
  */
 #define CONN_STEER_PAIRS 16
 #define CONN_STEER_PERIOD_NS 1000000000ull
 struct conn_steer {
 	uint16_t local_port[CONN_STEER_PAIRS], peer_port[CONN_STEER_PAIRS]; /* network order */
+	uint64_t used_ns[CONN_STEER_PAIRS]; /* the peer's last data on the pair (or its probe) */
 	uint32_t n;	   /* pairs held, at most CONN_STEER_PAIRS */
-	uint32_t oldest;   /* once all slots are held, the next new pair replaces this one */
 	uint32_t sent;	   /* STEERs sent in this round */
 	uint32_t repeats;  /* early rounds done since the newest pair came */
 	uint64_t next_ns;  /* when the next round starts */
@@ -330,6 +333,9 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
 /* The peer's probe on this pair (ports in network order, ours first) reached this engine. */
 void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
 			uint64_t now);
+/* The peer's data or acks came on this pair: one of its paths, kept steered here. */
+void conn_on_peer_data(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
+		       uint64_t now);
 /* Whether a round of STEERs is due (conn_next_probe sends them). */
 bool conn_steer_due(const struct harp_conn *c, uint64_t now);
 /* Does a pending request read or write [addr, addr+len)? */

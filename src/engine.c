@@ -300,6 +300,10 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, ui
 		chan_send_path(c, p.h.rsn, p.h.tag);
 		return;
 	}
+	if (e->env.pairs) {
+		/* the peer sends its data and acks on its paths: keep this one steered here */
+		conn_on_peer_data(c, p.dst_port, p.src_port, now);
+	}
 	/* every record of the frame is this connection's (wire_parse checked) */
 	do {
 		conn_on_packet(c, &p, now);

@@ -1489,6 +1489,75 @@ static void test_probe_rounds(void **state)
 	assert_true(conn_paths_hopeless(c, p->now, 1000000));
 }
 
+/* The STEERs of one round sent at now: which of pairs (local port base + i) they covered. */
+static uint32_t steer_round(struct harp_conn *c, uint64_t now, bool *covered, uint32_t max)
+{
+	struct conn_tx tx;
+	uint32_t n = 0, i;
+
+	memset(covered, 0, max * sizeof(*covered));
+	while (conn_next_probe(c, &tx, now)) {
+		assert_int_equal(tx.h.type, HARP_PKT_STEER);
+		i = ntohs(tx.src_port) - 1000;
+		assert_int_equal(ntohs(tx.dst_port), 2000 + i);
+		assert_true(i < max);
+		covered[i] = true;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Without RSS the peer's paths stay steered here while its data comes on them: a full steer
+ * list drops the pair the peer used least lately, not the oldest probed one, and a pair the
+ * peer sends on that left the list comes back at once.
+ */
+static void test_steer_keeps_used_pairs(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *c = &p->a;
+	const uint64_t s = 1000000000ull;
+	bool covered[128];
+	uint32_t i;
+
+	/* one path wanted and live: conn_next_probe sends only STEERs */
+	conn_paths_init(c, 1, 47000, 16, 50000, 8, 5);
+	conn_start(c, p->now);
+	for (i = 0; i < CONN_STEER_PAIRS; i++) {
+		conn_on_peer_probe(c, htons(1000 + i), htons(2000 + i), p->now);
+	}
+	assert_int_equal(steer_round(c, p->now, covered, 128), CONN_STEER_PAIRS);
+	/* the peer took the first 8 as its paths: its data comes on them */
+	for (i = 0; i < 8; i++) {
+		conn_on_peer_data(c, htons(1000 + i), htons(2000 + i), p->now + s);
+	}
+	/* a later round of the peer's finds 8 more pairs: they replace the 8 it never used */
+	for (i = 16; i < 24; i++) {
+		conn_on_peer_probe(c, htons(1000 + i), htons(2000 + i), p->now + 2 * s);
+	}
+	assert_int_equal(steer_round(c, p->now + 2 * s, covered, 128), CONN_STEER_PAIRS);
+	for (i = 0; i < 24; i++) {
+		assert_true(covered[i] == (i < 8 || i >= 16));
+	}
+	/* the rounds go on, every pair each time */
+	assert_int_equal(steer_round(c, p->now + 3 * s, covered, 128), CONN_STEER_PAIRS);
+	/* data on a pair the list lost: back in it at once, in place of the least used (the
+	 * peer's paths carried data since) */
+	for (i = 0; i < 8; i++) {
+		conn_on_peer_data(c, htons(1000 + i), htons(2000 + i), p->now + 3 * s);
+	}
+	conn_on_peer_data(c, htons(1000 + 99), htons(2000 + 99), p->now + 4 * s);
+	assert_true(conn_steer_due(c, p->now + 4 * s));
+	assert_int_equal(steer_round(c, p->now + 4 * s, covered, 128), CONN_STEER_PAIRS);
+	assert_true(covered[99]);
+	for (i = 0; i < 8; i++) {
+		assert_true(covered[i]); /* the paths in use stayed */
+	}
+	/* data on a pair held starts no round (the next is 5 ms after the last) */
+	conn_on_peer_data(c, htons(1000 + 3), htons(2000 + 3), p->now + 4 * s + 1000000);
+	assert_false(conn_steer_due(c, p->now + 4 * s + 1000000));
+}
+
 /*
  * Rounds wait on the answers: twice the time the last ones took to come (the control
  * connection's round trip before any came), never less than the usual first wait.
@@ -1609,6 +1678,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_linger_gives_up_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_paced_by_answers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steer_keeps_used_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe_after_gap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reassembly_reverse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates_once, setup, teardown),

@@ -30,10 +30,12 @@
 #                       outside guest memory, where QEMU reads zeros)
 #   quirk-line          both sides must print harp's line that it took copy mode untried
 #                       because of virtio_net's zero-copy transmit fault
+#   in-order            at most 1% of the packets each side received came out of order or to
+#                       an engine without their connection (each flow kept to one engine)
 set -e
 
 conns_list=1 size=1M count=16 bidir="" bind="" want_mode="" copy_line="" zc_refused=0
-every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0
+every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0 in_order=0
 for w in ${hvm_args//,/ }; do
 	case $w in
 	conns=*) conns_list=${w#conns=} ;;
@@ -51,6 +53,7 @@ for w in ${hvm_args//,/ }; do
 	peer-timeout=*) peer_timeout=${w#peer-timeout=} ;;
 	quirks=*) export HARP_ZEROCOPY_QUIRKS=${w#quirks=} ;;
 	quirk-line) quirk_line=1 ;;
+	in-order) in_order=1 ;;
 	*) hvm_fail "unknown scenario word '$w'" ;;
 	esac
 done
@@ -135,6 +138,17 @@ for conns in ${conns_list//+/ }; do
 					hvm_fail "run $run: nothing went $dir on queue $q of $nq"
 			done
 		done
+	fi
+	if ((in_order)); then
+		rx=0
+		for ((q = 0; q < nq; q++)); do
+			rx=$((rx + $(out_value $tag "queue${q}_rx_packets")))
+		done
+		ooo=$(out_value $tag rx_out_of_order) unknown=$(out_value $tag rx_unknown_conn)
+		echo "run $run: $role received $rx packets, $ooo out of order, $unknown to an engine" \
+			"without their connection"
+		((ooo * 100 <= rx && unknown * 100 <= rx)) ||
+			hvm_fail "run $run: more than 1% of $rx packets out of order ($ooo) or to the wrong engine ($unknown)"
 	fi
 	if [ $role = server ] && [ -n "$stall" ]; then
 		grep -q 'delivered nothing for .* falls back to copy mode' "/tmp/$tag.out" ||
