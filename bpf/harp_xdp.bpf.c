@@ -10,6 +10,14 @@
  * that a program loaded by xdp-loader, which cannot set rodata, can be configured after the fact.
  * Every map is pinned by name, so `xdp-loader load --pin-path DIR` leaves them in DIR for harp
  * processes to open; the library clears the pin paths when it loads the program itself.
+ *
+ * Multi-buffer aware (SEC "xdp.frags"): a driver that runs XDP on frames larger than one buffer
+ * (veth, virtio-net, mlx5, ice, ENA from 2.14) takes it at any MTU, so a node keeps its jumbo
+ * MTU (9001 on EKS, 8896 on GCP). The program reads only the first buffer (data to data_end),
+ * which holds every header it looks at in any frame it steers: it never touches the rest, and a
+ * frame too short there for a header goes to the kernel as before. harp's own packets fit one
+ * UMEM frame (the library caps its MTU to it); the copy-mode socket takes a packet that the
+ * driver spread over buffers into one frame.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -140,7 +148,7 @@ static __always_inline void record_probe(const struct harp_xdp_hdr_min *h, __u32
 	}
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int harp_xdp_steer(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;

@@ -70,7 +70,9 @@ static const char *attach_hint(int err)
 		return "; loading XDP needs CAP_BPF and CAP_NET_ADMIN: give the process those, or "
 		       "prepare the node once with `harp-attach up IFNAME` as root";
 	case ERANGE:
-		return "; the MTU is too large for XDP on this device (veth peers: at most 3506)";
+		return "; the MTU is too large for XDP on this device even for harp's multi-buffer "
+		       "program (the driver, or a program sharing the hook, takes single buffers only): "
+		       "lower the MTU (most drivers then take up to 3498), or HARP_XDP_MODE=skb";
 	case EEXIST:
 	case EBUSY:
 		return "; another XDP program is attached and libxdp cannot share the hook";
@@ -543,6 +545,39 @@ void steer_check_attached(struct steer *s, char *buf, size_t len)
 	}
 }
 
+/* Opens our own copy of the built-in program, multi-buffer aware or not (frags). */
+static int open_program(struct steer *s, bool frags)
+{
+	int err;
+
+	s->skel = harp_xdp__open();
+	if (!s->skel) {
+		err = -errno;
+		pr_err("steer: opening the built-in XDP object failed: %s", strerror(errno));
+		return err;
+	}
+	/* Our own copy: its maps are this process's, never pinned (the object pins by name for
+	 * xdp-loader, and libbpf would otherwise reuse maps pinned under /sys/fs/bpf). */
+	bpf_map__set_pin_path(s->skel->maps.xsks_map, NULL);
+	bpf_map__set_pin_path(s->skel->maps.counters, NULL);
+	bpf_map__set_pin_path(s->skel->maps.harp_config, NULL);
+	bpf_map__set_pin_path(s->skel->maps.probe_queues, NULL);
+	bpf_map__set_pin_path(s->skel->maps.queue_owners, NULL);
+	s->prog = xdp_program__from_bpf_obj(s->skel->obj, "xdp.frags");
+	err = libxdp_get_error(s->prog);
+	if (!err && !frags) {
+		err = xdp_program__set_xdp_frags_support(s->prog, false);
+		if (err) {
+			xdp_program__close(s->prog);
+		}
+	}
+	if (err) {
+		s->prog = NULL;
+		pr_err("steer: libxdp refused the XDP object: %s", strerror(-err));
+	}
+	return err;
+}
+
 int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
 		 uint16_t port_hi, const struct harp_params *params)
 {
@@ -586,27 +621,27 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	}
 	remove_stale(ifname, ifindex);
 
-	s->skel = harp_xdp__open();
-	if (!s->skel) {
-		err = -errno;
-		pr_err("steer: opening the built-in XDP object failed: %s", strerror(errno));
-		return err;
-	}
-	/* Our own copy: its maps are this process's, never pinned (the object pins by name for
-	 * xdp-loader, and libbpf would otherwise reuse maps pinned under /sys/fs/bpf). */
-	bpf_map__set_pin_path(s->skel->maps.xsks_map, NULL);
-	bpf_map__set_pin_path(s->skel->maps.counters, NULL);
-	bpf_map__set_pin_path(s->skel->maps.harp_config, NULL);
-	bpf_map__set_pin_path(s->skel->maps.probe_queues, NULL);
-	bpf_map__set_pin_path(s->skel->maps.queue_owners, NULL);
-	s->prog = xdp_program__from_bpf_obj(s->skel->obj, "xdp");
-	err = libxdp_get_error(s->prog);
+	err = open_program(s, true);
 	if (err) {
-		s->prog = NULL;
-		pr_err("steer: libxdp refused the XDP object: %s", strerror(-err));
 		goto err_skel;
 	}
 	err = xdp_program__attach(s->prog, ifindex, mode, 0);
+	if (err == -EINVAL) {
+		/* a kernel before 5.18 knows no multi-buffer programs: the single-buffer one,
+		 * which attaches up to the driver's single-buffer MTU */
+		pr_info("steer: the kernel refused the multi-buffer XDP program (%s); trying it "
+			"as a single-buffer one",
+			strerror(-err));
+		xdp_program__close(s->prog);
+		s->prog = NULL;
+		harp_xdp__destroy(s->skel);
+		s->skel = NULL;
+		err = open_program(s, false);
+		if (err) {
+			goto err_skel;
+		}
+		err = xdp_program__attach(s->prog, ifindex, mode, 0);
+	}
 	if (err) {
 		pr_err("steer: attaching XDP (%s mode) to %s failed: %s%s%s",
 		       mode == XDP_MODE_SKB ? "skb" : "native", ifname, strerror(-err),

@@ -16,7 +16,7 @@
 #    harp.pc naming T/prefix, the CMake package, the plugin exporting ncclNetPlugin_v8..v12 and
 #    nothing else with RUNPATH $ORIGIN then the configured library directory, the alias
 #    libnccl-net.so linking to it, the tools (harp-perf defaulting to the installed plugin),
-#    the node agent harp-agent and harp-attach beside it, the XDP object (a BPF ELF with an "xdp" section); no
+#    the node agent harp-agent and harp-attach beside it, the XDP object (a BPF ELF with an "xdp.frags" section); no
 #    installed binary has a RUNPATH into the build or source tree.
 # 2. DESTDIR=T/stage cmake --install DIR --prefix /opt/harp: the same, under T/stage/opt/harp,
 #    with harp.pc naming /opt/harp.
@@ -204,7 +204,7 @@ check_programs() {
 		"$1/$libdir/libnccl-net-harp.so"
 }
 
-# check_bpf ROOT: the build's XDP object, a relocatable BPF ELF with the "xdp" program section.
+# check_bpf ROOT: the build's XDP object, a relocatable BPF ELF with the "xdp.frags" program section (multi-buffer aware).
 check_bpf() {
 	local o=$1/$datadir/harp/harp_xdp.bpf.o
 	if [[ ! -f $o ]]; then
@@ -213,7 +213,7 @@ check_bpf() {
 	fi
 	matches 'Machine: +Linux BPF$' readelf -h "$o" || fail "$o: not a BPF ELF object"
 	matches 'Type: +REL ' readelf -h "$o" || fail "$o: not a relocatable object"
-	matches '\] xdp +PROGBITS' readelf -SW "$o" || fail "$o: no \"xdp\" section"
+	matches '\] xdp\.frags +PROGBITS' readelf -SW "$o" || fail "$o: no \"xdp.frags\" section"
 	cmp -s "$bpf_object" "$o" || fail "$o: not the build's $bpf_object"
 }
 

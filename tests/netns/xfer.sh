@@ -9,8 +9,8 @@
 #     --hop PROFILE         none: A and B on one veth pair (default); plain: A - M - B without
 #                           impairment; drop1 drop5 reorder dup2 corrupt ratecap all: A - M - B
 #                           with that impairment on M (tests/netns/lib.sh, hop_impair)
-#     --side-traffic        while harp runs, ping (10 replies required) and a TCP transfer
-#                           (iperf3, 20 MiB) between the namespaces must succeed
+#     --side-traffic        while harp runs, ping (10 replies required, each the MTU's size) and a
+#                           TCP transfer (iperf3, 20 MiB) between the namespaces must succeed
 #     --expect-retransmits  fail unless the retransmits= counts add up to more than 0
 #     --expect-rx-bad       fail unless the rx_bad= counts add up to more than 0
 #     --auth                both sides run with HARP_AUTH=1, and their auth= lines must say so
@@ -32,7 +32,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -146,7 +146,10 @@ side_traffic() {
 	done
 	spawn_bounded 60 ip netns exec "$ns_b" iperf3 -s -1 -p 5201 >"$tmp/iperf3-server.out" 2>&1
 	pids+=("$spawned_pid")
-	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 "$ip_b" >"$tmp/ping.out" 2>&1
+	# full-size pings, never fragmented: at a jumbo MTU each one spans several XDP buffers,
+	# which the program must pass to the kernel whole
+	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 -s $((mtu - 28)) -M do "$ip_b" \
+		>"$tmp/ping.out" 2>&1
 	local ping_pid=$spawned_pid
 	pids+=("$ping_pid")
 	local tcp_rc=1
