@@ -14,17 +14,14 @@
 #   quirks=0            HARP_ZEROCOPY_QUIRKS=0 (guest/xfer.sh says why)
 set -e
 
-conns=4 want_mode=""
+conns=4
 for w in ${hvm_args//,/ }; do
 	case $w in
 	conns=*) conns=${w#conns=} ;;
-	mode=*) want_mode=${w#mode=} ;;
-	quirks=*) export HARP_ZEROCOPY_QUIRKS=${w#quirks=} ;;
-	*) hvm_fail "unknown scenario word '$w'" ;;
+	*) hvm_common_word "$w" || hvm_fail "unknown scenario word '$w'" ;;
 	esac
 done
-role=client
-[ "$hvm_name" = a ] && role=server
+role=$hvm_role
 conf=/tmp/harp/harp.conf
 attach() {
 	"$hvm_source/scripts/harp-attach" --bpf-object "$hvm_build/bpf/harp_xdp.bpf.o" \
@@ -53,8 +50,8 @@ grep -q 'steer: using the XDP program harp-attach attached to eth0' /tmp/a1.out 
 mode=$(sed -n 's/^mode=//p' /tmp/a1.out | tail -n 1)
 echo "attach: $role verified $(sed -n 's/^verified_bytes=//p' /tmp/a1.out | tail -n 1) bytes" \
 	"through the pinned program, AF_XDP $mode mode"
-if [ -n "$want_mode" ] && [ "$mode" != "$want_mode" ]; then
-	hvm_fail "AF_XDP mode $mode, expected $want_mode"
+if [ -n "$hvm_want_mode" ] && [ "$mode" != "$hvm_want_mode" ]; then
+	hvm_fail "AF_XDP mode $mode, expected $hvm_want_mode"
 fi
 if [ $role = client ]; then
 	hvm_ping_stop attach

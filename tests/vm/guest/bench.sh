@@ -24,8 +24,7 @@ export HARP_LOG_LEVEL=warn
 # zero copy on this kernel's modular virtio_net, whose transmit header the guests' memory size and
 # nokaslr keep valid (guest/xfer.sh, tests/vm/README.md)
 export HARP_ZEROCOPY_QUIRKS=0
-role=client
-[ "$hvm_name" = a ] && role=server
+role=$hvm_role
 
 # perf_stream ROUND WHAT ENV... -- PLUGIN: harp-perf stream through PLUGIN, the server's line
 perf_stream() {

@@ -25,14 +25,22 @@
 #                           peer's (server.handles, client.handles and the marks) come into
 #                           DIR, named by TAG; CMD's status
 #
+#   hvm_common_word WORD    takes a scenario word every guest script knows: mode=MODE (the AF_XDP
+#                           mode harp must report, kept in hvm_want_mode) or quirks=0
+#                           (HARP_ZEROCOPY_QUIRKS=0, guest/xfer.sh says why); false for another
+#
 # The environment holds hvm_name, hvm_ip, hvm_queues, hvm_peers and hvm_args from the kernel's
 # command line (tests/vm/vm.sh), and this file sets hvm_build and hvm_source (the build tree and
-# the checkout, at the same paths as on the host). The kernel's own TCP and ICMP run on the same
-# NIC throughout: every handle and barrier goes through the web server.
+# the checkout, at the same paths as on the host) and hvm_role (guest a is the server, the other
+# the client). The kernel's own TCP and ICMP run on the same NIC throughout: every handle and
+# barrier goes through the web server.
 
 hvm_build=$(cat /lib/harp-vm/build)
 hvm_source=$(cat /lib/harp-vm/source) # the checkout: scripts/harp-attach
 hvm_peer=${hvm_peers%%,*}
+hvm_role=client
+[ "$hvm_name" = a ] && hvm_role=server
+hvm_want_mode=""
 export HARP_CONF=
 
 hvm_fail() {
@@ -51,6 +59,14 @@ hvm_nic_state() {
 	grep '^Udp:' /proc/net/snmp | tail -n 1 || true
 	echo "-- $hvm_name: interrupts"
 	grep -E 'virtio|CPU' /proc/interrupts | tr -s ' ' || true
+}
+
+hvm_common_word() {
+	case $1 in
+	mode=*) hvm_want_mode=${1#mode=} ;;
+	quirks=*) export HARP_ZEROCOPY_QUIRKS=${1#quirks=} ;;
+	*) return 1 ;;
+	esac
 }
 
 hvm_arg() {

@@ -14,18 +14,15 @@
 #   quirks=0            HARP_ZEROCOPY_QUIRKS=0 (guest/xfer.sh says why)
 set -e
 
-versions=12 scenarios=basic want_mode=""
+versions=12 scenarios=basic
 for w in ${hvm_args//,/ }; do
 	case $w in
 	versions=*) versions=${w#versions=} ;;
 	scenarios=*) scenarios=${w#scenarios=} ;;
-	mode=*) want_mode=${w#mode=} ;;
-	quirks=*) export HARP_ZEROCOPY_QUIRKS=${w#quirks=} ;;
-	*) hvm_fail "unknown scenario word '$w'" ;;
+	*) hvm_common_word "$w" || hvm_fail "unknown scenario word '$w'" ;;
 	esac
 done
-role=client
-[ "$hvm_name" = a ] && role=server
+role=$hvm_role
 export HARP_IFNAME=eth0 HARP_QUEUES=$hvm_queues HARP_LOG_LEVEL=info
 driver=$hvm_build/tests/plugin/harp-net-driver
 plugin=$hvm_build/nccl-net/libnccl-net-harp.so
@@ -50,8 +47,8 @@ for v in ${versions//+/ }; do
 		mode=$(sed -n 's/.*, AF_XDP \([a-z]*\) mode, .*/\1/p' "$dir/out" "$dir/err" | head -n 1)
 		echo "$tag: $role result ok, verified" \
 			"$(sed -n 's/^verified_bytes=//p' "$dir/out" | tail -n 1) bytes, AF_XDP ${mode:-?} mode"
-		if [ -n "$want_mode" ] && [ "$mode" != "$want_mode" ]; then
-			hvm_fail "$tag: the plugin's device line says AF_XDP ${mode:-no} mode, expected $want_mode"
+		if [ -n "$hvm_want_mode" ] && [ "$mode" != "$hvm_want_mode" ]; then
+			hvm_fail "$tag: the plugin's device line says AF_XDP ${mode:-no} mode, expected $hvm_want_mode"
 		fi
 	done
 done

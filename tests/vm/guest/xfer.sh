@@ -34,7 +34,7 @@
 #                       an engine without their connection (each flow kept to one engine)
 set -e
 
-conns_list=1 size=1M count=16 bidir="" bind="" want_mode="" copy_line="" zc_refused=0
+conns_list=1 size=1M count=16 bidir="" bind="" copy_line="" zc_refused=0
 every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0 in_order=0
 for w in ${hvm_args//,/ }; do
 	case $w in
@@ -43,7 +43,6 @@ for w in ${hvm_args//,/ }; do
 	count=*) count=${w#count=} ;;
 	bidir) bidir=--bidir ;;
 	bind=*) bind=${w#bind=} ;;
-	mode=*) want_mode=${w#mode=} ;;
 	copy-line=*) copy_line=${w#copy-line=} ;;
 	zerocopy-refused) zc_refused=1 ;;
 	every-queue) every_queue=1 ;;
@@ -51,17 +50,15 @@ for w in ${hvm_args//,/ }; do
 	stall=*) stall=${w#stall=} ;;
 	tx-stall=*) tx_stall=${w#tx-stall=} ;;
 	peer-timeout=*) peer_timeout=${w#peer-timeout=} ;;
-	quirks=*) export HARP_ZEROCOPY_QUIRKS=${w#quirks=} ;;
 	quirk-line) quirk_line=1 ;;
 	in-order) in_order=1 ;;
-	*) hvm_fail "unknown scenario word '$w'" ;;
+	*) hvm_common_word "$w" || hvm_fail "unknown scenario word '$w'" ;;
 	esac
 done
 [ -n "$bind" ] && export HARP_BIND_MODE=$bind
 [ -n "$peer_timeout" ] && export HARP_PEER_TIMEOUT_MS=$peer_timeout
 export HARP_LOG_LEVEL=info
-role=client
-[ "$hvm_name" = a ] && role=server
+role=$hvm_role
 nq=$(ls -d /sys/class/net/eth0/queues/rx-* | wc -l)
 
 # out_value TAG NAME: NAME's value in harp-xfer's output of TAG
@@ -116,8 +113,8 @@ for conns in ${conns_list//+/ }; do
 	fi
 	echo "run $run: $conns connections, $role verified $verified bytes," \
 		"mode $(out_value $tag mode), $(out_value $tag goodput_gbps) Gbit/s"
-	if [ -n "$want_mode" ] && [ "$(out_value $tag mode)" != "$want_mode" ]; then
-		hvm_fail "run $run: mode $(out_value $tag mode), expected $want_mode"
+	if [ -n "$hvm_want_mode" ] && [ "$(out_value $tag mode)" != "$hvm_want_mode" ]; then
+		hvm_fail "run $run: mode $(out_value $tag mode), expected $hvm_want_mode"
 	fi
 	if [ -n "$copy_line" ]; then
 		errno_text=$(case $copy_line in EINVAL) echo "Invalid argument" ;;
