@@ -52,6 +52,7 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 	steer_claim(env->steer, queue);
 	e->rx_last_ns = now_ns();
 	e->zc_opened_ns = e->rx_last_ns;
+	e->rx_trouble_fd = -1; /* the first sample takes the socket's counts as they are */
 	return 0;
 
 err_epoll:
@@ -809,10 +810,15 @@ static void rx_trouble_sample(struct harp_engine *e, uint64_t now)
 		return;
 	}
 	n = st.xdp_rx_dropped + st.xdp_rx_ring_full + st.xdp_rx_fill_ring_empty;
-	if (n != e->rx_trouble) { /* grown, or a new socket's count (binding again) */
-		e->rx_trouble = n;
+	if (e->port.fd != e->rx_trouble_fd) {
+		/* a new socket (bound again in copy mode) counts from zero: no trouble in that. A
+		 * receiver that fell back while its peer's transmit failed must still report the
+		 * silence (vm_zerocopy_txstall) */
+		e->rx_trouble_fd = e->port.fd;
+	} else if (n != e->rx_trouble) {
 		e->rx_trouble_ns = now;
 	}
+	e->rx_trouble = n;
 }
 
 /*

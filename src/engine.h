@@ -64,6 +64,7 @@ struct harp_engine {
 	uint64_t rx_trouble;	 /* the socket's drops, full rx ring and empty fill ring, summed */
 	uint64_t rx_trouble_ns;	 /* the last sample that found rx_trouble grown; 0: none */
 	uint64_t rx_trouble_sampled_ns;
+	int rx_trouble_fd;	 /* the socket rx_trouble counts for */
 	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
 	struct harp_queue_stats stats;
 };

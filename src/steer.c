@@ -565,8 +565,12 @@ static int open_program(struct steer *s, bool frags)
 	bpf_map__set_pin_path(s->skel->maps.queue_owners, NULL);
 	s->prog = xdp_program__from_bpf_obj(s->skel->obj, "xdp.frags");
 	err = libxdp_get_error(s->prog);
-	if (!err && !frags) {
-		err = xdp_program__set_xdp_frags_support(s->prog, false);
+	/* Said outright: libbpf sets the flag from the section name only as it loads, and libxdp
+	 * reads it before, to pick its dispatcher. Left to the section name, the dispatcher came
+	 * single-buffer, and virtio_net refused it at MTU 9000 ("MTU too large to enable XDP
+	 * without frags"). */
+	if (!err) {
+		err = xdp_program__set_xdp_frags_support(s->prog, frags);
 		if (err) {
 			xdp_program__close(s->prog);
 		}

@@ -28,7 +28,8 @@
 # user networking), addresses from 198.18.0.0/15; the namespace, the taps and the guests go on
 # any exit through vm_cleanup.
 #
-# VM_MEM is each guest's memory in MiB (default 1024). VM_FILES names more files for the
+# VM_MEM is each guest's memory in MiB (default 1024), VM_MTU the MTU of the bridge, the taps
+# and the guests' NICs (default 1500). VM_FILES names more files for the
 # initramfs (space-separated absolute paths, each with the libraries ldd names), such as a
 # benchmark's peer plugin.
 # VM_QEMU picks the hypervisor: backports (default), the QEMU tests/vm/fetch.sh took from
@@ -51,7 +52,7 @@ vm_ns="" vm_tmp="" vm_kernel="" vm_base=""
 declare -A vm_pid=()
 vm_names=()
 vm_net=$(($$ % 250 + 1))
-: "${VM_MEM:=1024}"
+: "${VM_MEM:=1024}" "${VM_MTU:=1500}"
 : "${VM_QEMU:=backports}"
 vm_qemu="" vm_qemu_opts=()
 : "${VM_ARGS:=}"
@@ -124,7 +125,7 @@ vm_init() {
 	vm_make_base
 	vm_ns="${vm_prefix}n"
 	ip netns add "$vm_ns"
-	ip -n "$vm_ns" link add br0 type bridge
+	ip -n "$vm_ns" link add br0 mtu "$VM_MTU" type bridge
 	ip -n "$vm_ns" link set br0 up
 	ip -n "$vm_ns" link set lo up
 }
@@ -174,7 +175,7 @@ vm_start() {
 	(cd "$dir/overlay" && echo scenario | cpio -o -H newc --quiet) >"$dir/overlay.cpio"
 	cat "$vm_base" "$dir/overlay.cpio" >"$dir/initrd"
 	ip -n "$vm_ns" tuntap add dev "$tap" mode tap multi_queue
-	ip -n "$vm_ns" link set "$tap" master br0 up
+	ip -n "$vm_ns" link set "$tap" mtu "$VM_MTU" master br0 up
 	mac=$(printf '52:54:00:%02x:%02x:%02x' $((vm_net)) $(($$ % 256)) $((${#vm_names[@]} + 1)))
 	local dev="virtio-net-pci,id=nic0,netdev=n0,mac=$mac,romfile=,disable-legacy=on"
 	((queues > 1)) && dev+=",mq=on,vectors=$((2 * queues + 2))"
@@ -186,7 +187,7 @@ vm_start() {
 	# valid header). With KASLR it fell anywhere from about 400 MiB up, inside guest memory in
 	# some boots.
 	local append="console=ttyS0 panic=-1 loglevel=4 nokaslr hvm_name=$name hvm_ip=$ip"
-	append+=" hvm_queues=$queues"
+	append+=" hvm_queues=$queues hvm_mtu=$VM_MTU"
 	append+=" hvm_peers=$peers hvm_args=${VM_ARGS// /,}"
 	ip netns exec "$vm_ns" timeout --kill-after=5 900 "$vm_qemu" "${vm_qemu_opts[@]}" \
 		-accel tcg -cpu qemu64,-cx16 -m "$VM_MEM" -smp 1 -nodefaults -no-user-config \

@@ -14,6 +14,7 @@
 #     --qemu WHICH      backports (default) or debian (Debian 12's QEMU 7.2)
 #     --limit SEC       the guests' time limit (default 300)
 #     --mem MB          each guest's memory (default 1024; zero copy runs with 512, README.md)
+#     --mtu N           the MTU of the guests' NICs, the taps and the bridge (default 1500)
 #     --verbose         print both consoles whole (every counter harp-xfer printed) on success too
 #     --guest NAME      the guest scenario: xfer (default), plugin or attach (guest/NAME.sh)
 #   WORDS are the guest scenario's words (guest/xfer.sh: conns=1+8, bidir, mode=zerocopy, ...;
@@ -32,6 +33,7 @@ while (($#)); do
 	--qemu) VM_QEMU=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--mem) VM_MEM=${2:?} && shift ;;
+	--mtu) VM_MTU=${2:?} && shift ;;
 	--verbose) verbose=1 ;;
 	--guest) guest=${2:?} && shift ;;
 	--)
@@ -39,7 +41,7 @@ while (($#)); do
 		break
 		;;
 	*)
-		sed -n '4,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 		exit 2
 		;;
 	esac
@@ -47,7 +49,7 @@ while (($#)); do
 done
 words=("$@")
 VM_ARGS="${words[*]}"
-export VM_QEMU VM_ARGS VM_MEM
+export VM_QEMU VM_ARGS VM_MEM VM_MTU
 
 # shellcheck source=tests/vm/vm.sh
 source "$here/vm.sh"

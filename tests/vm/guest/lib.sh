@@ -87,6 +87,7 @@ hvm_net_up() {
 	if [ "${hvm_queues:-1}" -gt 1 ] && ! hvm_arg default-channels; then
 		ethtool -L eth0 combined "$hvm_queues" || hvm_fail "ethtool -L eth0 combined $hvm_queues"
 	fi
+	ip link set eth0 mtu "${hvm_mtu:-1500}" || hvm_fail "ip link set eth0 mtu $hvm_mtu"
 	ip link set eth0 up
 	ip addr add "$hvm_ip/24" dev eth0
 	mkdir -p /tmp/pub
