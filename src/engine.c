@@ -876,6 +876,7 @@ static void rebind_copy(struct harp_engine *e, uint64_t now)
 
 	params.bind_mode = HARP_BIND_COPY;
 	xsk_port_close(&e->port);
+	e->rx_trouble_fd = -1; /* the new socket may get the old one's number: counted afresh */
 	err = xsk_port_open(&e->port, e->env.ifname, e->queue, &params, XSK_BUSY_WAIT_MS);
 	if (!err) {
 		err = steer_enter(e->env.steer, e->queue, e->port.fd);
