@@ -26,7 +26,6 @@
 /* How often every connection's timers run: a tenth of the shortest retransmission timeout. The
  * delayed ack (20 us) has a list of its own, looked at every pass. */
 #define TIMER_PERIOD_NS 1000000ull
-#define RX_TROUBLE_PERIOD_NS (100 * 1000000ull) /* how often rx_trouble_sample asks the socket */
 
 int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, int busy_wait_ms)
 {
@@ -52,7 +51,6 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 	steer_claim(env->steer, queue);
 	e->rx_last_ns = now_ns();
 	e->zc_opened_ns = e->rx_last_ns;
-	e->rx_trouble_fd = -1; /* the first sample takes the socket's counts as they are */
 	return 0;
 
 err_epoll:
@@ -791,65 +789,22 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 }
 
 /*
- * Samples, every RX_TROUBLE_PERIOD_NS, whether this engine's own socket lost or held back
- * packets: dropped them, found its rx ring full, or its driver found the fill ring empty (the
- * engine, starved of CPU, returns frames slower than they come). A silence heard meanwhile may
- * be this side's own doing.
- */
-static void rx_trouble_sample(struct harp_engine *e, uint64_t now)
-{
-	struct harp_queue_stats st;
-	uint64_t n;
-
-	if (now - e->rx_trouble_sampled_ns < RX_TROUBLE_PERIOD_NS || e->port.fd < 0) {
-		return;
-	}
-	e->rx_trouble_sampled_ns = now;
-	memset(&st, 0, sizeof(st));
-	if (xsk_port_stats(&e->port, &st)) {
-		return;
-	}
-	n = st.xdp_rx_dropped + st.xdp_rx_ring_full + st.xdp_rx_fill_ring_empty;
-	if (e->port.fd != e->rx_trouble_fd) {
-		/* a new socket (bound again in copy mode) counts from zero: no trouble in that. A
-		 * receiver that fell back while its peer's transmit failed must still report the
-		 * silence (vm_zerocopy_txstall) */
-		e->rx_trouble_fd = e->port.fd;
-	} else if (n != e->rx_trouble) {
-		e->rx_trouble_ns = now;
-	}
-	e->rx_trouble = n;
-}
-
-/*
  * A connection that has heard nothing of its peer for stall_ns while it waited on it tells the
  * peer so, once per silence (CHAN_SILENT): the peer's zero-copy transmit may be what fails, and
- * only this side can see that (the peer's zc_watch acts on it). Not when this side's own socket
- * lost or held back packets during the silence: a receiver starved of CPU (64 connections on
- * two 1-vCPU guests) hears nothing for seconds while the peer's transmit is sound.
+ * only this side can see that (the peer's zc_watch acts on it).
  */
 static void report_silence(struct harp_conn *c, uint64_t now, uint64_t stall_ns)
 {
 	uint64_t waited = conn_waited_ns(c, now);
-	struct harp_engine *e = c->engine;
 
 	if (waited < stall_ns) {
 		c->silence_told_ns = 0; /* the peer was heard: a new silence may be told */
 		return;
 	}
-	if (c->silence_told_ns) {
-		return;
+	if (!c->silence_told_ns) {
+		c->silence_told_ns = now;
+		chan_send_silent(c, (uint32_t)(waited / 1000000));
 	}
-	c->silence_told_ns = now;
-	if (e->rx_trouble_ns && e->rx_trouble_ns + RX_TROUBLE_PERIOD_NS >= now - waited) {
-		pr_info("conn %u: nothing heard of peer %s for %llu ms, but %s queue %d here lost or "
-			"held back packets meanwhile (its fill ring ran empty, its rx ring filled or "
-			"it dropped): the silence may be ours, the peer is not told",
-			c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
-			(unsigned long long)(waited / 1000000), e->env.ifname, e->queue);
-		return;
-	}
-	chan_send_silent(c, (uint32_t)(waited / 1000000));
 }
 
 /* The port is gone (port_err): every connection of the engine fails with its error. */
@@ -876,7 +831,6 @@ static void rebind_copy(struct harp_engine *e, uint64_t now)
 
 	params.bind_mode = HARP_BIND_COPY;
 	xsk_port_close(&e->port);
-	e->rx_trouble_fd = -1; /* the new socket may get the old one's number: counted afresh */
 	err = xsk_port_open(&e->port, e->env.ifname, e->queue, &params, XSK_BUSY_WAIT_MS);
 	if (!err) {
 		err = steer_enter(e->env.steer, e->queue, e->port.fd);
@@ -912,7 +866,6 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 	e->next_timer_ns = now + TIMER_PERIOD_NS;
 	e->probing = 0;
 	fault_zc_stall(e, now);
-	rx_trouble_sample(e, now);
 	zc_watch(e, now);
 	for (c = e->conns; c; c = next) {
 		next = c->links.next_active;

@@ -61,10 +61,6 @@ struct harp_engine {
 	bool fault_tx_corrupt;	     /* HARP_FAULT_ZC_TX_CORRUPT_MS has begun */
 	bool silence_reports; /* a peer's CHAN_SILENT came for a connection here (zc_watch) */
 	uint64_t probe_answer_ns; /* how long its connections' probe rounds waited for answers */
-	uint64_t rx_trouble;	 /* the socket's drops, full rx ring and empty fill ring, summed */
-	uint64_t rx_trouble_ns;	 /* the last sample that found rx_trouble grown; 0: none */
-	uint64_t rx_trouble_sampled_ns;
-	int rx_trouble_fd;	 /* the socket rx_trouble counts for */
 	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
 	struct harp_queue_stats stats;
 };
