@@ -355,7 +355,7 @@ static int raw_params(struct raw_run *r)
 /* The interface and the IP MTU harp would use on it (api.c's rule). */
 static int raw_interface(struct raw_run *r)
 {
-	const struct harp_params *p = &r->params;
+	struct harp_params *p = &r->params;
 	char msg[512];
 	int err, frame_mtu, take_free;
 
@@ -382,6 +382,8 @@ static int raw_interface(struct raw_run *r)
 	if (p->mtu && p->mtu < r->ip_mtu) {
 		r->ip_mtu = p->mtu;
 	}
+	/* one frame per packet: the raw client and server take no descriptor chains yet */
+	p->multi_buffer = HARP_MULTI_BUFFER_OFF;
 	frame_mtu = p->frame_size - 256 - HARP_ETH_HLEN; /* copy mode keeps 256 bytes of headroom */
 	if (r->ip_mtu > frame_mtu) {
 		r->ip_mtu = frame_mtu;

@@ -135,7 +135,7 @@ static int ctx_interface(struct harp_ctx *ctx)
 {
 	struct harp_params *p = &ctx->params;
 	char msg[512];
-	int err, frame_mtu;
+	int err;
 
 	err = netinfo_interface(p->ifname, &ctx->ifi);
 	if (err) {
@@ -158,19 +158,41 @@ static int ctx_interface(struct harp_ctx *ctx)
 	if (p->mtu && p->mtu < ctx->ip_mtu) {
 		ctx->ip_mtu = p->mtu;
 	}
-	/* A frame holds Ethernet + IP packet; copy mode gives at most frame_size - 256. */
-	frame_mtu = p->frame_size - 256 - HARP_ETH_HLEN;
-	if (ctx->ip_mtu > frame_mtu) {
-		pr_info("interface %s: MTU %d does not fit a %d-byte frame; harp uses %d",
-			p->ifname, ctx->ip_mtu, p->frame_size, frame_mtu);
-		ctx->ip_mtu = frame_mtu;
-	}
 	if (ctx->ip_mtu < 576) {
 		pr_err("interface %s: MTU %d is below 576", p->ifname, ctx->ip_mtu);
 		return -EINVAL;
 	}
-	ctx->payload_max = (uint32_t)(ctx->ip_mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
 	return 0;
+}
+
+/*
+ * The largest packet every engine's socket both sends and takes: a transmit slot's worth where
+ * packets may span descriptor chains, else one frame less the kernel's receive headroom.
+ */
+static void ctx_frames(struct harp_ctx *ctx)
+{
+	const struct harp_params *p = &ctx->params;
+	int frame_mtu = (int)XSK_SLOT_BYTES - HARP_ETH_HLEN, q;
+
+	for (q = 0; q < ctx->nengines; q++) {
+		if (!ctx->engines[q].port.sg) {
+			frame_mtu = p->frame_size - (int)XSK_RX_HEADROOM - HARP_ETH_HLEN;
+		}
+	}
+	if (ctx->ip_mtu > frame_mtu) {
+		pr_info("interface %s: MTU %d does not fit %s; harp uses %d", p->ifname,
+			ctx->ip_mtu,
+			frame_mtu < (int)XSK_SLOT_BYTES - HARP_ETH_HLEN ?
+				(p->multi_buffer == HARP_MULTI_BUFFER_OFF ?
+					 "one UMEM frame (HARP_MULTI_BUFFER=off)" :
+					 "one UMEM frame, and this socket takes no descriptor chains "
+					 "(XDP_USE_SG needs kernel 6.6, and in zero copy a driver "
+					 "with multi-buffer support)") :
+				"a multi-buffer transmit slot",
+			frame_mtu);
+		ctx->ip_mtu = frame_mtu;
+	}
+	ctx->payload_max = (uint32_t)(ctx->ip_mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
 }
 
 static void report_queue_taken(struct harp_ctx *ctx, int queue)
@@ -289,6 +311,7 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	if (err) {
 		goto err_engines;
 	}
+	ctx_frames(ctx);
 	err = engine_keeper_start(&ctx->keeper, ctx->engines, ctx->nengines,
 				  ctx->params.idle_progress_us);
 	if (err) {
@@ -299,7 +322,7 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	}
 	queue_set_text(queues, sizeof(queues), bits);
 	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
-		"bytes per packet), UMEM on %s",
+		"bytes per packet, %s), UMEM on %s",
 		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
 		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy",
 		ctx->engines[0].port.zc_refused ? " (zero copy refused: " :
@@ -308,6 +331,9 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		ctx->engines[0].port.zc_refused ? strerror(ctx->engines[0].port.zc_refused) : "",
 		ctx->engines[0].port.zc_refused || ctx->engines[0].port.zc_quirk ? ")" : "",
 		ctx->ip_mtu, ctx->payload_max,
+		ctx->engines[0].port.sg		 ? "multi-buffer: descriptor chains" :
+		ctx->engines[0].port.sg_refused ? "one descriptor each: multi-buffer refused" :
+						  "one descriptor each",
 		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
 	if (ctx->ifi.rss_table) {
 		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
@@ -403,6 +429,7 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->queues = ctx->nengines;
 	info->mtu = ctx->ip_mtu;
 	info->payload_max = (int)ctx->payload_max;
+	info->multi_buffer = ctx->engines[0].port.sg;
 	info->mode = ctx->engines[0].port.zerocopy ? HARP_MODE_ZEROCOPY : HARP_MODE_COPY;
 	info->hugepages = ctx->engines[0].port.area.huge;
 	info->xdp_native = ctx->steer.xdp_mode != XDP_MODE_SKB;

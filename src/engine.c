@@ -35,9 +35,14 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 	e->env = *env;
 	e->queue = queue;
 	e->rng = (uint32_t)env->params->fault_seed * 2654435761u + (uint32_t)queue + 1;
+	e->rx_joined = malloc(ENGINE_JOINED_BYTES);
+	if (!e->rx_joined) {
+		return -ENOMEM;
+	}
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->epfd < 0) {
-		return -errno;
+		err = -errno;
+		goto err_joined;
 	}
 	err = xsk_port_open(&e->port, env->ifname, queue, env->params, busy_wait_ms);
 	if (err) { /* -EBUSY: another socket holds the queue; the caller says whose */
@@ -56,6 +61,9 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 err_epoll:
 	close(e->epfd);
 	e->epfd = -1;
+err_joined:
+	free(e->rx_joined);
+	e->rx_joined = NULL;
 	e->env.params = NULL;
 	return err;
 }
@@ -95,6 +103,8 @@ void engine_fini(struct harp_engine *e)
 	if (e->epfd >= 0) {
 		close(e->epfd);
 	}
+	free(e->rx_joined);
+	e->rx_joined = NULL;
 	e->env.params = NULL;
 }
 
@@ -341,20 +351,45 @@ static void acks_due(struct harp_engine *e, uint64_t now)
 static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 {
 	struct xsk_port *p = &e->port;
-	uint32_t idx_rx, n, i;
+	uint32_t idx_rx, idx_more, n, i;
+	bool looked_again = false;
+	const uint8_t *data;
+	uint32_t len;
+	int k;
 
 	n = xsk_ring_cons__peek(&p->rx, RX_BATCH, &idx_rx);
 	if (!n) {
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
-
-		rx_one(e, xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr)), d->len, now);
+	for (i = 0; i < n; i += (uint32_t)(k < 0 ? -k : k)) {
+		k = xsk_port_gather(p, idx_rx + i, n - i, e->rx_joined, ENGINE_JOINED_BYTES, &data,
+				    &len);
+		if (k == 0 && !looked_again) {
+			/* A chain whose end is not among those peeked. libxdp reads the producer
+			 * again only once its cached entries are used up, so read it now and peek
+			 * on from the chain's head (the same descriptors, and any that came). */
+			looked_again = true;
+			xsk_ring_cons__cancel(&p->rx, n - i);
+			p->rx.cached_prod = __atomic_load_n(p->rx.producer, __ATOMIC_ACQUIRE);
+			n = i + xsk_ring_cons__peek(&p->rx, RX_BATCH - i, &idx_more);
+			continue;
+		}
+		if (k == 0) {
+			break; /* still not there: the next batch starts at its head */
+		}
+		if (k < 0) {
+			e->stats.rx_bad_chain++;
+			continue;
+		}
+		e->stats.rx_chains += k > 1;
+		rx_one(e, data, len, now);
 	}
-	xsk_port_refill(p, idx_rx, n); /* every frame straight back to the fill ring */
-	xsk_ring_cons__release(&p->rx, n);
-	return n;
+	if (i < n) {
+		xsk_ring_cons__cancel(&p->rx, n - i);
+	}
+	xsk_port_refill(p, idx_rx, i); /* every frame straight back to the fill ring */
+	xsk_ring_cons__release(&p->rx, i);
+	return i;
 }
 
 /* ---- transmit ------------------------------------------------------------------------------- */
@@ -363,10 +398,13 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
  * The TX descriptors reserved for a pass, and the frame last opened in them: records of the
  * same connection and path that fit join it (a CTS and the DATA posted after it, a window of
  * small messages), so they cost the kernel one packet. It is sealed (headers and checksums)
- * when another record cannot join, and at the end of the pass.
+ * when another record cannot join, and at the end of the pass. An open frame holds descriptors
+ * for the longest chain a frame may need; sealing cuts it into the chain it needs and gives the
+ * rest back (it is always the batch's last frame).
  */
 struct tx_batch {
 	uint32_t idx, reserved, used;
+	uint32_t first;		/* the open frame's first descriptor (it holds room for a chain) */
 	struct harp_conn *open; /* whose frame is open, NULL: none */
 	uint8_t *frame;
 	uint32_t records;	 /* bytes of records in it */
@@ -375,10 +413,37 @@ struct tx_batch {
 	bool corrupt;		 /* HARP_FAULT_ZC_TX_CORRUPT_MS: frames leave with a bad IP checksum */
 };
 
-static void tx_seal(struct tx_batch *b, struct xsk_port *p)
+/* The open frame's len bytes as its chain of descriptors, each at most one UMEM frame. */
+static void tx_chain(struct harp_engine *e, struct tx_batch *b, uint32_t len)
+{
+	struct xsk_port *p = &e->port;
+	struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->first);
+	uint32_t fsize = p->pool.frame_size, pieces = xsk_port_tx_pieces(p, len), i;
+	uint64_t addr = d->addr;
+
+	for (i = 0; i < pieces; i++, d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->first + i)) {
+		d->addr = addr + (uint64_t)i * fsize;
+		d->len = len - i * fsize < fsize ? len - i * fsize : fsize;
+		d->options = i + 1 < pieces ? XDP_PKT_CONTD : 0;
+	}
+	b->used = b->first + pieces;
+	e->stats.tx_chains += pieces > 1;
+}
+
+/* Whether a frame of the most pieces can open: descriptors in the batch, a frame in the pool. */
+static bool tx_room(struct harp_engine *e, const struct tx_batch *b)
+{
+	struct xsk_port *p = &e->port;
+
+	return b->reserved - b->used >= xsk_port_tx_pieces(p, xsk_port_tx_max(p)) &&
+	       xsk_port_txpool(p)->free;
+}
+
+static void tx_seal(struct harp_engine *e, struct tx_batch *b)
 {
 	struct harp_conn *c = b->open;
 	struct wire_path path;
+	uint32_t len;
 
 	if (!c) {
 		return;
@@ -394,15 +459,14 @@ static void tx_seal(struct tx_batch *b, struct xsk_port *p)
 
 		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
 		auth_seal(c->auth, records, b->records);
-		xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len = wire_seal(
-			b->frame, &path, b->records + HARP_AUTH_TRAILER, c->ip_id++, false);
+		len = wire_seal(b->frame, &path, b->records + HARP_AUTH_TRAILER, c->ip_id++, false);
 	} else {
-		xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used - 1)->len =
-			wire_seal(b->frame, &path, b->records, c->ip_id++, true);
+		len = wire_seal(b->frame, &path, b->records, c->ip_id++, true);
 	}
 	if (b->corrupt) {
 		b->frame[HARP_ETH_HLEN + 10] ^= 0x5a; /* the IPv4 header checksum: the peer drops it */
 	}
+	tx_chain(e, b, len);
 	b->open = NULL;
 }
 
@@ -421,11 +485,13 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN + b->records;
 		e->stats.tx_bundled++;
 	} else {
-		if (frame_pool_get(&p->pool, &addr, 1) != 1) {
+		tx_seal(e, b);
+		if (!tx_room(e, b) || frame_pool_get(xsk_port_txpool(p), &addr, 1) != 1) {
 			return false;
 		}
-		tx_seal(b, p);
-		d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->used++);
+		b->first = b->used;
+		b->used += xsk_port_tx_pieces(p, xsk_port_tx_max(p));
+		d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->first);
 		d->addr = addr;
 		d->options = 0;
 		b->open = c;
@@ -447,10 +513,6 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 	return true;
 }
 
-static uint32_t tx_room(const struct tx_batch *b)
-{
-	return b->reserved - b->used;
-}
 
 static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 {
@@ -459,12 +521,12 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 
 	for (c = e->ack_list; c; c = c->links.next_ack) {
 		c->links.on_ack_list = false;
-		if (tx_room(b) && conn_make_ack(c, &tx, now)) {
+		if (tx_room(e, b) && conn_make_ack(c, &tx, now)) {
 			if (!tx_put(e, b, c, &tx)) {
 				c->ack_due = true; /* no frame free: ack next round */
 				continue;
 			}
-			if (tx.twin_src_port && tx_room(b)) {
+			if (tx.twin_src_port && tx_room(e, b)) {
 				tx.src_port = tx.twin_src_port;
 				tx.dst_port = tx.twin_dst_port;
 				tx_put(e, b, c, &tx); /* best effort: the first copy is out */
@@ -483,17 +545,17 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 	/* Round-robin in bursts, so one busy connection cannot starve the others. A connection
 	 * that had nothing more to send leaves the list; one cut short by the batch or the frame
 	 * pool stays for the next pass. */
-	while (more && tx_room(b)) {
+	while (more && tx_room(e, b)) {
 		more = false;
-		for (pp = &e->tx_list; (c = *pp) && tx_room(b);) {
+		for (pp = &e->tx_list; (c = *pp) && tx_room(e, b);) {
 			int burst = 0;
 
-			while (tx_room(b) && e->port.pool.free && conn_next_probe(c, &tx, now)) {
+			while (tx_room(e, b) && conn_next_probe(c, &tx, now)) {
 				if (!tx_put(e, b, c, &tx)) {
 					break;
 				}
 			}
-			while (burst < CONN_BURST && tx_room(b) && e->port.pool.free) {
+			while (burst < CONN_BURST && tx_room(e, b)) {
 				if (!conn_next_tx(c, &tx, now)) {
 					break;
 				}
@@ -502,7 +564,7 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 				}
 				burst++;
 			}
-			if (burst == CONN_BURST || !tx_room(b) || !e->port.pool.free) {
+			if (burst == CONN_BURST || !tx_room(e, b)) {
 				more |= burst == CONN_BURST;
 				pp = &c->links.next_tx; /* cut short: it stays */
 				continue;
@@ -525,7 +587,10 @@ static void expect_packets(struct harp_engine *e, const struct harp_conn *c,
 	for (i = 0; i < r->recv.nbufs; i++) {
 		bytes += r->recv.cap[i];
 	}
-	xsk_port_expect(&e->port, bytes / c->payload_max + 1);
+	/* each packet takes as many fill-ring frames as its chain has pieces */
+	xsk_port_expect(&e->port, (bytes / c->payload_max + 1) *
+					  xsk_port_rx_pieces(&e->port,
+							     HARP_FRAME_OVERHEAD + c->payload_max));
 }
 
 /* Takes c's new requests in order; false when the next one must wait for a free slot. */
@@ -983,7 +1048,7 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 	if (b.reserved && xsk_ring_prod__reserve(&p->tx, b.reserved, &b.idx) == b.reserved) {
 		send_acks(e, &b, now);
 		send_data(e, &b, now);
-		tx_seal(&b, p);
+		tx_seal(e, &b);
 		/* give back the slots reserved but not written */
 		p->tx.cached_prod -= b.reserved - b.used;
 		if (b.used) {

@@ -62,8 +62,11 @@ struct harp_engine {
 	bool silence_reports; /* a peer's CHAN_SILENT came for a connection here (zc_watch) */
 	uint64_t probe_answer_ns; /* how long its connections' probe rounds waited for answers */
 	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
+	uint8_t *rx_joined; /* a received descriptor chain, its pieces copied together (ENGINE_JOINED) */
 	struct harp_queue_stats stats;
 };
+/* Room for the largest packet harp takes: a transmit slot's worth, and a VLAN tag. */
+#define ENGINE_JOINED_BYTES (XSK_SLOT_BYTES + 64)
 
 /*
  * The keeper thread: runs the engines no caller has run for idle_us (no thread when idle_us is

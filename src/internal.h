@@ -43,6 +43,7 @@ struct harp_params {
 
 /* Index values of the enum parameters, in the order of their choices in params.def. */
 enum { HARP_HUGEPAGES_AUTO, HARP_HUGEPAGES_ON, HARP_HUGEPAGES_OFF };
+enum { HARP_MULTI_BUFFER_AUTO, HARP_MULTI_BUFFER_OFF };
 enum { HARP_BIND_AUTO, HARP_BIND_ZEROCOPY, HARP_BIND_COPY };
 enum { HARP_XDP_NATIVE, HARP_XDP_SKB };
 
@@ -130,12 +131,18 @@ static inline uint64_t now_ns(void)
 struct frame_pool {
 	uint64_t *addrs;
 	uint32_t free;	/* frames on the stack */
-	uint32_t total; /* frames the pool was made with */
+	uint32_t total; /* frames the stack has room for */
 	uint32_t frame_size;
 };
 
-/* Puts frames base, base+frame_size, ... (nframes of them) on the stack. */
+/* Puts frames 0, frame_size, ... (nframes of them) on the stack. */
 int frame_pool_init(struct frame_pool *fp, uint32_t nframes, uint32_t frame_size);
+/*
+ * A stack with room for capacity frames, holding the nframes from base (a multiple of
+ * frame_size) at first; frame_pool_put may add others up to capacity.
+ */
+int frame_pool_init_range(struct frame_pool *fp, uint32_t capacity, uint64_t base,
+			  uint32_t nframes, uint32_t frame_size);
 void frame_pool_fini(struct frame_pool *fp);
 
 /* Takes up to n frames; returns how many it took (0 when empty: not an error). */

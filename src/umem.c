@@ -13,25 +13,32 @@
 
 #include "internal.h"
 
-int frame_pool_init(struct frame_pool *fp, uint32_t nframes, uint32_t frame_size)
+int frame_pool_init_range(struct frame_pool *fp, uint32_t capacity, uint64_t base,
+			  uint32_t nframes, uint32_t frame_size)
 {
 	uint32_t i;
 
-	if (!nframes || !frame_size || (frame_size & (frame_size - 1))) {
+	if (!nframes || nframes > capacity || !frame_size || (frame_size & (frame_size - 1)) ||
+	    (base & (frame_size - 1))) {
 		return -EINVAL;
 	}
-	fp->addrs = calloc(nframes, sizeof(*fp->addrs));
+	fp->addrs = calloc(capacity, sizeof(*fp->addrs));
 	if (!fp->addrs) {
 		return -ENOMEM;
 	}
 	/* Lowest addresses on top of the stack, so they are handed out first. */
 	for (i = 0; i < nframes; i++) {
-		fp->addrs[i] = (uint64_t)(nframes - 1 - i) * frame_size;
+		fp->addrs[i] = base + (uint64_t)(nframes - 1 - i) * frame_size;
 	}
 	fp->free = nframes;
-	fp->total = nframes;
+	fp->total = capacity;
 	fp->frame_size = frame_size;
 	return 0;
+}
+
+int frame_pool_init(struct frame_pool *fp, uint32_t nframes, uint32_t frame_size)
+{
+	return frame_pool_init_range(fp, nframes, 0, nframes, frame_size);
 }
 
 void frame_pool_fini(struct frame_pool *fp)

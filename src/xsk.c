@@ -40,16 +40,41 @@ static int fill_start(struct xsk_port *p)
 	return 0;
 }
 
-static int bind_socket(struct xsk_port *p, const char *ifname, int queue, uint16_t mode_flag)
+static int bind_once(struct xsk_port *p, const char *ifname, int queue, uint16_t flags)
 {
 	struct xsk_socket_config cfg = {
 		.rx_size = p->ring_size,
 		.tx_size = p->ring_size,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-		.bind_flags = XDP_USE_NEED_WAKEUP | mode_flag,
+		.bind_flags = XDP_USE_NEED_WAKEUP | flags,
 	};
 
 	return xsk_socket__create(&p->xsk, ifname, (uint32_t)queue, p->umem, &p->rx, &p->tx, &cfg);
+}
+
+/*
+ * Binds in mode_flag's mode, multi-buffer first where the port has slots for it. A kernel before
+ * 6.6 refuses the flag (EINVAL), and so does a zero-copy driver without multi-buffer support
+ * (EOPNOTSUPP): the mode is then tried with one descriptor per packet.
+ */
+static int bind_socket(struct xsk_port *p, const char *ifname, int queue, uint16_t mode_flag)
+{
+	int err;
+
+	p->sg = false;
+	if (p->slot_base) {
+		err = bind_once(p, ifname, queue, mode_flag | XDP_USE_SG);
+		if (!err) {
+			p->sg = true;
+			return 0;
+		}
+		if (err == -EBUSY || err == -EPERM || err == -EACCES) {
+			return err;
+		}
+		pr_debug("xsk: %s queue %d: multi-buffer %s bind refused: %s", ifname, queue,
+			 mode_flag == XDP_ZEROCOPY ? "zero-copy" : "copy-mode", strerror(-err));
+	}
+	return bind_once(p, ifname, queue, mode_flag);
 }
 
 static const char *bind_hint(int err)
@@ -214,6 +239,75 @@ static void report_copy_mode(const char *ifname, int queue, int zc_err, const ch
 		 zerocopy_need(driver, zc_err));
 }
 
+static int pools_init(struct xsk_port *p, uint32_t nframes, uint32_t frame_size)
+{
+	uint32_t half = nframes / 2, nslots = (uint32_t)(p->slot_base / XSK_SLOT_BYTES);
+	int err;
+
+	if (!p->slot_base) {
+		return frame_pool_init(&p->pool, nframes, frame_size);
+	}
+	/* the pool has room for every frame: slots_dissolve may give it the upper half */
+	err = frame_pool_init_range(&p->pool, nframes, 0, half, frame_size);
+	if (!err) {
+		err = frame_pool_init_range(&p->slots, nslots, p->slot_base, nslots,
+					    XSK_SLOT_BYTES);
+		if (err) {
+			frame_pool_fini(&p->pool);
+		}
+	}
+	return err;
+}
+
+static void pools_fini(struct xsk_port *p)
+{
+	frame_pool_fini(&p->pool);
+	frame_pool_fini(&p->slots);
+}
+
+int xsk_port_layout(struct xsk_port *p, uint32_t nframes, uint32_t frame_size, bool slots,
+		    int hugepages_mode)
+{
+	int err;
+
+	/* the upper half must hold whole slots, at a slot-aligned offset */
+	p->slot_base = slots && (uint64_t)nframes / 2 * frame_size >= XSK_SLOT_BYTES &&
+				       !((uint64_t)nframes / 2 * frame_size % XSK_SLOT_BYTES) ?
+			       (uint64_t)nframes / 2 * frame_size :
+			       0;
+	err = umem_area_alloc(&p->area, (size_t)nframes * frame_size, hugepages_mode);
+	if (err) {
+		return err;
+	}
+	err = pools_init(p, nframes, frame_size);
+	if (err) {
+		umem_area_free(&p->area);
+	}
+	return err;
+}
+
+void xsk_port_unlayout(struct xsk_port *p)
+{
+	pools_fini(p);
+	umem_area_free(&p->area);
+}
+
+/* Bound without multi-buffer: the slots' frames join the pool as frames of their own. */
+static void slots_dissolve(struct xsk_port *p)
+{
+	uint32_t fsize = p->pool.frame_size, per = XSK_SLOT_BYTES / fsize, i, j;
+	uint64_t addr;
+
+	for (i = p->slots.free; i > 0; i--) {
+		for (j = 0; j < per; j++) {
+			addr = p->slots.addrs[i - 1] + (uint64_t)j * fsize;
+			frame_pool_put(&p->pool, &addr, 1);
+		}
+	}
+	frame_pool_fini(&p->slots);
+	p->slot_base = 0;
+}
+
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		  const struct harp_params *params, int busy_wait_ms)
 {
@@ -230,13 +324,10 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	p->queue = queue;
 	p->ring_size = nframes / 2;
 	p->fill_target = p->ring_size < XSK_FILL_START ? p->ring_size : XSK_FILL_START;
-	err = umem_area_alloc(&p->area, (size_t)nframes * fsize, params->hugepages);
+	err = xsk_port_layout(p, nframes, fsize, params->multi_buffer != HARP_MULTI_BUFFER_OFF,
+			      params->hugepages);
 	if (err) {
 		return err;
-	}
-	err = frame_pool_init(&p->pool, nframes, fsize);
-	if (err) {
-		goto err_area;
 	}
 	/*
 	 * The kernel frees an AF_XDP socket after its process has gone, not at exit, so a queue
@@ -277,9 +368,9 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		}
 		xsk_umem__delete(p->umem);
 		p->umem = NULL;
-		/* the frames on the deleted fill ring come back: the pool starts over */
-		frame_pool_fini(&p->pool);
-		err = frame_pool_init(&p->pool, nframes, fsize);
+		/* the frames on the deleted fill ring come back: the pools start over */
+		pools_fini(p);
+		err = pools_init(p, nframes, fsize);
 		if (err) {
 			goto err_area;
 		}
@@ -290,6 +381,10 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	}
 	if (waited_ms > 0) {
 		pr_debug("xsk: %s queue %d came free after %d ms", ifname, queue, waited_ms);
+	}
+	if (p->slot_base && !p->sg) {
+		p->sg_refused = true;
+		slots_dissolve(p);
 	}
 	if (p->zc_refused || p->zc_quirk) {
 		report_copy_mode(ifname, queue, p->zc_refused, p->zc_quirk);
@@ -314,7 +409,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 err_umem:
 	xsk_umem__delete(p->umem);
 err_pool:
-	frame_pool_fini(&p->pool);
+	pools_fini(p);
 err_area:
 	umem_area_free(&p->area);
 	return err;
@@ -327,8 +422,7 @@ void xsk_port_close(struct xsk_port *p)
 	}
 	xsk_socket__delete(p->xsk);
 	xsk_umem__delete(p->umem);
-	frame_pool_fini(&p->pool);
-	umem_area_free(&p->area);
+	xsk_port_unlayout(p);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -345,6 +439,18 @@ uint32_t xsk_port_reclaim(struct xsk_port *p)
 		}
 		if (n) {
 			xsk_ring_cons__release(&p->comp, n);
+		}
+		if (n && p->sg) {
+			/* a slot comes back once, with its first piece; a frame as it is */
+			for (i = 0; i < n; i++) {
+				if (addrs[i] < p->slot_base) {
+					frame_pool_put(&p->pool, &addrs[i], 1);
+				} else if (((addrs[i] - p->slot_base) & (XSK_SLOT_BYTES - 1)) <
+					   p->pool.frame_size) {
+					frame_pool_put(&p->slots, &addrs[i], 1);
+				}
+			}
+		} else if (n) {
 			frame_pool_put(&p->pool, addrs, n);
 		}
 		total += n;
@@ -424,6 +530,48 @@ void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n)
 		*xsk_ring_prod__fill_addr(&p->fill, idx_fill + i) = addr & mask;
 	}
 	fill_submit(p, idx_fill, n, (uint32_t)more);
+}
+
+int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint8_t *buf, uint32_t cap,
+		    const uint8_t **data, uint32_t *len)
+{
+	uint32_t fsize = p->pool.frame_size, pieces, i, total = 0;
+	const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx);
+	bool bad = false;
+
+	if (!(d->options & XDP_PKT_CONTD)) {
+		*data = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
+		*len = d->len;
+		return 1;
+	}
+	for (pieces = 1; pieces < n && pieces < XSK_CHAIN_MAX &&
+			 (xsk_ring_cons__rx_desc(&p->rx, idx + pieces - 1)->options & XDP_PKT_CONTD);
+	     pieces++) {
+	}
+	if (xsk_ring_cons__rx_desc(&p->rx, idx + pieces - 1)->options & XDP_PKT_CONTD) {
+		/* no end in sight: too long, or the rest not peeked yet */
+		return pieces == XSK_CHAIN_MAX ? -XSK_CHAIN_MAX : 0;
+	}
+	for (i = 0; i < pieces; i++) {
+		uint64_t addr;
+
+		d = xsk_ring_cons__rx_desc(&p->rx, idx + i);
+		addr = xsk_umem__add_offset_to_addr(d->addr);
+		if ((addr & (fsize - 1)) + d->len > fsize || d->len > cap - total) {
+			bad = true; /* still counted through to the chain's end */
+			continue;
+		}
+		if (!bad) {
+			memcpy(buf + total, xsk_port_frame(p, addr), d->len);
+			total += d->len;
+		}
+	}
+	if (bad) {
+		return -(int)pieces;
+	}
+	*data = buf;
+	*len = total;
+	return (int)pieces;
 }
 
 void xsk_port_wake_rx(struct xsk_port *p)

@@ -3,6 +3,13 @@
  * One AF_XDP socket on one (interface, queue), with its own UMEM and frame pool. Frames cycle:
  * pool -> fill ring -> rx ring -> (engine copies payload out) -> fill ring again; and
  * pool -> tx ring -> completion ring -> pool. Only the engine that owns the port touches it.
+ *
+ * Multi-buffer (XDP_USE_SG, kernel 6.6+ in copy mode, drivers that say so in zero copy): a packet
+ * larger than a frame travels as a chain of descriptors, XDP_PKT_CONTD on all but the last. A
+ * UMEM frame is at most a page, so transmit frames then come from slots of XSK_SLOT_BYTES, whole
+ * contiguous runs of frames in the UMEM's upper half: a frame is written as one buffer and cut
+ * into its chain only when it leaves. A received chain lands in whatever frames the fill ring
+ * gave (each holds frame_size - 256 bytes of it) and is gathered by xsk_port_gather.
  */
 #ifndef HARP_XSK_H
 #define HARP_XSK_H
@@ -11,9 +18,26 @@
 
 #include "internal.h"
 
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4) /* kernel 6.6+; Debian 12's headers predate it */
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
+#define XSK_SLOT_BYTES 16384u /* a multi-buffer transmit frame: the largest frame harp sends */
+/* The most descriptors a received packet may span: the kernel's limit (MAX_SKB_FRAGS + 1). */
+#define XSK_CHAIN_MAX 18
+/* Bytes the kernel keeps in front of every received piece (XDP_PACKET_HEADROOM). */
+#define XSK_RX_HEADROOM 256u
+
 struct xsk_port {
 	struct umem_area area;
-	struct frame_pool pool;
+	struct frame_pool pool;	 /* frames for the fill ring, and for transmit without slots */
+	struct frame_pool slots; /* multi-buffer: transmit frames, XSK_SLOT_BYTES each */
+	uint64_t slot_base;	 /* UMEM offset of the first slot; 0: no slots */
+	bool sg;		 /* bound with XDP_USE_SG: packets may span descriptor chains */
+	bool sg_refused;	 /* multi-buffer was asked for and the bind refused it */
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
 	struct xsk_ring_prod fill, tx;
@@ -56,6 +80,52 @@ static inline uint8_t *xsk_port_frame(struct xsk_port *p, uint64_t addr)
 {
 	return (uint8_t *)p->area.base + addr;
 }
+
+/* Where transmit frames come from: slots when packets may span descriptors, else the pool. */
+static inline struct frame_pool *xsk_port_txpool(struct xsk_port *p)
+{
+	return p->sg ? &p->slots : &p->pool;
+}
+
+/* Bytes one transmit frame may hold: a slot, or one frame. */
+static inline uint32_t xsk_port_tx_max(const struct xsk_port *p)
+{
+	return p->sg ? XSK_SLOT_BYTES : p->pool.frame_size;
+}
+
+/* Descriptors a transmit frame of len bytes takes (one without multi-buffer). */
+static inline uint32_t xsk_port_tx_pieces(const struct xsk_port *p, uint32_t len)
+{
+	return p->sg ? (len + p->pool.frame_size - 1) / p->pool.frame_size : 1;
+}
+
+/* Descriptors a received packet of len bytes spans (one without multi-buffer). */
+static inline uint32_t xsk_port_rx_pieces(const struct xsk_port *p, uint32_t len)
+{
+	uint32_t room = p->pool.frame_size - XSK_RX_HEADROOM;
+
+	return p->sg ? (len + room - 1) / room : 1;
+}
+
+/*
+ * The UMEM area and pools for nframes frames of frame_size: all frames in the pool, or with
+ * slots, the lower half in the pool and the upper half cut into transmit slots.
+ */
+int xsk_port_layout(struct xsk_port *p, uint32_t nframes, uint32_t frame_size, bool slots,
+		    int hugepages_mode);
+void xsk_port_unlayout(struct xsk_port *p);
+
+/*
+ * The packet whose first descriptor is rx descriptor idx, of n peeked from there. Returns how
+ * many descriptors it spans (at least 1) and points *data at its *len bytes: its frame where it
+ * has one piece, else buf (cap bytes), where the pieces are copied in order. Returns 0 when its
+ * chain goes on past the n descriptors (the rest is not on the ring yet), and -k when the k
+ * descriptors from idx are to be given back unread: a chain of more than XSK_CHAIN_MAX pieces
+ * (k = XSK_CHAIN_MAX; the rest of it follows as pieces without a head), a piece that crosses its
+ * frame's end, or a chain of more than cap bytes (k = the whole chain).
+ */
+int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint8_t *buf, uint32_t cap,
+		    const uint8_t **data, uint32_t *len);
 
 /*
  * Gives the frames of rx descriptors idx..idx+n-1 back to the fill ring (the caller releases the

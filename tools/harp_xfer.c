@@ -670,6 +670,9 @@ static void report(struct run *r, double secs, int rc)
 			qsum.rx_kicks += qs.rx_kicks;
 			qsum.tx_packets += qs.tx_packets;
 			qsum.tx_bundled += qs.tx_bundled;
+			qsum.rx_chains += qs.rx_chains;
+			qsum.tx_chains += qs.tx_chains;
+			qsum.rx_bad_chain += qs.rx_bad_chain;
 		}
 	}
 	getrusage(RUSAGE_SELF, &ru);
@@ -697,6 +700,9 @@ static void report(struct run *r, double secs, int rc)
 	printf("rx_duplicates=%" PRIu64 "\nrx_out_of_order=%" PRIu64 "\n", sum.rx_duplicates,
 	       sum.rx_out_of_order);
 	printf("tx_frames=%" PRIu64 "\ntx_bundled=%" PRIu64 "\n", qsum.tx_packets, qsum.tx_bundled);
+	printf("multi_buffer=%d\nrx_chains=%" PRIu64 "\ntx_chains=%" PRIu64 "\nrx_bad_chain=%" PRIu64
+	       "\n",
+	       info.multi_buffer, qsum.rx_chains, qsum.tx_chains, qsum.rx_bad_chain);
 	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
 	       sum.msgs_held);
 	printf("auth=%s\nauth_conns=%d\n", auth_name, auth_conns);

@@ -101,6 +101,7 @@ struct harp_ctx_info {
 	int xdp_pinned;		/* 1: harp-attach's program and pinned maps; 0: loaded by this process */
 	int speed_mbps;		/* link speed: the driver's, else HARP_SPEED_MBPS, else 10000 */
 	int speed_assumed;	/* 1: neither the driver nor HARP_SPEED_MBPS said (ENA): 10000 */
+	int multi_buffer;	/* 1: packets larger than a UMEM frame span descriptor chains */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 
@@ -133,6 +134,10 @@ struct harp_queue_stats {
 	uint64_t rx_probes_pair_taken; /* probes on a port pair another engine here owns: not
 					* confirmed (a tap's flow steering would move the pair) */
 	uint64_t rx_steer; /* STEER frames the peer sent to keep a tap's steering: ignored */
+	uint64_t rx_chains;    /* multi-buffer: packets that came as chains of descriptors */
+	uint64_t tx_chains;    /* multi-buffer: packets sent as chains of descriptors */
+	uint64_t rx_bad_chain; /* descriptor chains given back unread (too long, a piece past its
+				* frame, larger than a packet harp takes) */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 

@@ -20,6 +20,10 @@
 #                           its starting 256 frames (a burst of probes may deepen the client's)
 #     --expect-frames-short fail unless the server's socket dropped packets for want of frames
 #                           (xdp_fill_ring_empty or xdp_rx_ring_full above 0)
+#     --expect-jumbo        fail unless both sides ran at the links' whole MTU, with packets
+#                           past one UMEM frame sent and received as descriptor chains
+#     --expect-mtu N        fail unless both sides ran at IP MTU N
+#     --env NAME=VALUE      set NAME for both harp-xfer sides (a HARP_* setting)
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -32,13 +36,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
-auth=0 expect_rx_bad_auth=0 expect_short=0
+auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu=""
 limit=""
+envs=()
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -51,6 +56,9 @@ while (($#)); do
 	--expect-rx-bad-auth) expect_rx_bad_auth=1 ;;
 	--expect-fill-deeper) expect_fill=1 ;;
 	--expect-frames-short) expect_short=1 ;;
+	--expect-jumbo) expect_jumbo=1 ;;
+	--expect-mtu) expect_mtu=${2:?} && shift ;;
+	--env) envs+=("${2:?}") && shift ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
@@ -124,6 +132,10 @@ lock_file() {
 if ((auth)); then
 	export HARP_AUTH=1
 fi
+for kv in "${envs[@]}"; do
+	[[ $kv == HARP_*=* ]] || usage
+	export "${kv?}"
+done
 lock_files=("$(lock_file "$ns_a" "$if_a")" "$(lock_file "$ns_b" "$if_b")")
 rm -f "${lock_files[@]}"
 spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
@@ -253,6 +265,28 @@ if ((expect_short)); then
 		awk '{ s += $1 } END { print s + 0 }')
 	((short > 0)) || report "the server never ran short of frames (xdp_fill_ring_empty and" \
 		"xdp_rx_ring_full are 0): the test did not exhaust them"
+fi
+if [[ -n $expect_mtu ]]; then
+	for side in server client; do
+		grep -qx "mtu=$expect_mtu" "$tmp/$side.out" ||
+			report "$side: expected mtu=$expect_mtu, got $(grep -x 'mtu=.*' "$tmp/$side.out")"
+	done
+fi
+if ((expect_jumbo)); then
+	for side in server client; do
+		for want in "mtu=$mtu" multi_buffer=1 rx_bad_chain=0; do
+			grep -qx "$want" "$tmp/$side.out" ||
+				report "$side: expected $want, got $(grep -x "${want%%=*}=.*" "$tmp/$side.out")"
+		done
+		# a received piece holds 4096 - 256 bytes, a sent one 4096
+		keys=(rx_chains)
+		((mtu + 14 <= 4096)) || keys+=(tx_chains)
+		for key in "${keys[@]}"; do
+			n=$(sed -n "s/^$key=\([0-9]*\)$/\1/p" "$tmp/$side.out")
+			((${n:-0} > 0)) || report "$side: $key=${n:-missing}, expected > 0 (no packet" \
+				"spanned a descriptor chain)"
+		done
+	done
 fi
 # Each queue's engine must have carried traffic both ways, on both sides.
 for ((q = 0; q < expect_queues; q++)); do

@@ -4,7 +4,10 @@
  * a "kernel" in this file that moves each TX descriptor of one into a fill-ring frame and an RX
  * descriptor of the other (or drops it). It checks the lists a pass works from: connections with
  * new requests, those that may send, those owing a delayed ack, those whose next request waits
- * for a slot, and that a closed connection leaves none of them behind.
+ * for a slot, and that a closed connection leaves none of them behind. With multi-buffer sides,
+ * the kernel takes chains of TX descriptors and hands packets on as chains of RX pieces the way
+ * copy mode does (256 bytes of headroom in each frame); chains it could never make (too long, a
+ * piece past its frame, a chain cut short) are put on a ring by hand.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -27,6 +30,7 @@
 #define FRAMES 4096
 #define RING 2048
 #define PAYLOAD 1400
+#define JUMBO_PAYLOAD (9000 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN)
 #define MAX_PAIRS 200
 
 /* ---- what engine.c needs from the rest of the library ---------------------------------------- */
@@ -132,6 +136,7 @@ struct ring_mem {
 };
 
 struct side {
+	bool sg; /* multi-buffer: TX slots, chains both ways */
 	struct harp_params params;
 	struct steer steer;
 	struct harp_engine e;
@@ -167,11 +172,12 @@ static void ring_cons(struct xsk_ring_cons *r, struct ring_mem *m, size_t elem)
 	r->flags = &m->flags;
 }
 
-static void side_init(struct side *s)
+static void side_init(struct side *s, bool sg)
 {
 	struct xsk_port *p = &s->e.port;
 
 	memset(s, 0, sizeof(*s));
+	s->sg = sg;
 	params_defaults(&s->params);
 	s->steer.xsks_map_fd = -1;
 	s->e.env = (struct engine_env){
@@ -182,8 +188,10 @@ static void side_init(struct side *s)
 	};
 	s->e.epfd = epoll_create1(EPOLL_CLOEXEC);
 	assert_true(s->e.epfd >= 0);
-	assert_int_equal(umem_area_alloc(&p->area, (size_t)FRAMES * 4096, HARP_HUGEPAGES_OFF), 0);
-	assert_int_equal(frame_pool_init(&p->pool, FRAMES, 4096), 0);
+	assert_int_equal(xsk_port_layout(p, FRAMES, 4096, sg, HARP_HUGEPAGES_OFF), 0);
+	p->sg = sg; /* as a bind with XDP_USE_SG leaves it */
+	s->e.rx_joined = malloc(ENGINE_JOINED_BYTES);
+	assert_non_null(s->e.rx_joined);
 	ring_prod(&p->fill, &s->fill, sizeof(uint64_t));
 	ring_prod(&p->tx, &s->tx, sizeof(struct xdp_desc));
 	ring_cons(&p->comp, &s->comp, sizeof(uint64_t));
@@ -204,46 +212,97 @@ static void side_fini(struct side *s)
 		}
 	}
 	close(s->e.epfd);
-	frame_pool_fini(&p->pool);
-	umem_area_free(&p->area);
+	free(s->e.rx_joined);
+	xsk_port_unlayout(p);
 	free(s->fill.ring);
 	free(s->tx.ring);
 	free(s->comp.ring);
 	free(s->rx.ring);
 }
 
+/* One RX descriptor on to's ring: len bytes at offset off of frame addr, CONTD or not. */
+static void rx_desc_put(struct side *to, uint64_t addr, uint32_t len, bool contd)
+{
+	struct xdp_desc *rd = &((struct xdp_desc *)to->rx.ring)[to->rx.producer & (RING - 1)];
+
+	rd->addr = addr;
+	rd->len = len;
+	rd->options = contd ? XDP_PKT_CONTD : 0;
+	to->rx.producer++;
+}
+
+/* A frame from to's fill ring. */
+static uint64_t fill_take(struct side *to)
+{
+	uint64_t addr;
+
+	assert_true(to->fill.consumer != to->fill.producer);
+	addr = ((uint64_t *)to->fill.ring)[to->fill.consumer & (RING - 1)];
+	to->fill.consumer++;
+	return addr;
+}
+
 /*
- * The kernel: every descriptor on from's TX ring goes into a frame from to's fill ring and on to
- * to's RX ring (all of them when drop_after < 0, else only the first drop_after; the rest are
- * lost), and back to from's completion ring. Returns how many were on the TX ring.
+ * The kernel's receive: len bytes of packet into to's fill-ring frames. A multi-buffer side gets
+ * them as copy mode gives them, after XSK_RX_HEADROOM in each frame, chained; any other side in
+ * one frame from its start. The first `pieces` pieces only (all when negative): the rest of the
+ * chain is left off the ring.
+ */
+static void rx_packet(struct side *to, const uint8_t *pkt, uint32_t len, int pieces)
+{
+	uint32_t room = to->sg ? 4096 - XSK_RX_HEADROOM : 4096, off = to->sg ? XSK_RX_HEADROOM : 0;
+	uint32_t done = 0, n;
+	int k = 0;
+
+	assert_true(to->sg || len <= room);
+	do {
+		uint64_t addr = fill_take(to) + off;
+
+		n = len - done < room ? len - done : room;
+		memcpy((uint8_t *)to->e.port.area.base + addr, pkt + done, n);
+		done += n;
+		if (pieces < 0 || k < pieces) {
+			rx_desc_put(to, addr, n, done < len);
+		}
+		k++;
+	} while (done < len);
+}
+
+/*
+ * The kernel: every packet on from's TX ring (one descriptor, or a chain of them on a
+ * multi-buffer side) goes into frames from to's fill ring and on to to's RX ring (all of them
+ * when drop_after < 0, else only the first drop_after; the rest are lost), and every descriptor
+ * back to from's completion ring. Returns how many packets were on the TX ring.
  */
 static int wire_move(struct side *from, struct side *to, int drop_after)
 {
+	static uint8_t pkt[XSK_SLOT_BYTES];
 	int moved = 0;
 
 	while (from->tx.consumer != from->tx.producer) {
-		const struct xdp_desc *d =
-			&((struct xdp_desc *)from->tx.ring)[from->tx.consumer & (RING - 1)];
-		uint64_t *comp = &((uint64_t *)from->comp.ring)[from->comp.producer & (RING - 1)];
+		uint32_t len = 0;
+		bool more;
 
+		do {
+			const struct xdp_desc *d =
+				&((struct xdp_desc *)from->tx.ring)[from->tx.consumer & (RING - 1)];
+			uint64_t *comp =
+				&((uint64_t *)from->comp.ring)[from->comp.producer & (RING - 1)];
+
+			/* each piece lies within its own frame, the chain within a packet */
+			assert_true((d->addr & 4095) + d->len <= 4096);
+			assert_true(len + d->len <= sizeof(pkt));
+			memcpy(pkt + len, (uint8_t *)from->e.port.area.base + d->addr, d->len);
+			len += d->len;
+			more = d->options & XDP_PKT_CONTD;
+			assert_true(!more || from->sg);
+			*comp = d->addr;
+			from->comp.producer++;
+			from->tx.consumer++;
+		} while (more);
 		if (drop_after < 0 || moved < drop_after) {
-			uint64_t addr;
-			struct xdp_desc *rd;
-
-			assert_true(to->fill.consumer != to->fill.producer);
-			addr = ((uint64_t *)to->fill.ring)[to->fill.consumer & (RING - 1)];
-			to->fill.consumer++;
-			memcpy((uint8_t *)to->e.port.area.base + addr,
-			       (uint8_t *)from->e.port.area.base + d->addr, d->len);
-			rd = &((struct xdp_desc *)to->rx.ring)[to->rx.producer & (RING - 1)];
-			rd->addr = addr;
-			rd->len = d->len;
-			rd->options = 0;
-			to->rx.producer++;
+			rx_packet(to, pkt, len, -1);
 		}
-		*comp = d->addr;
-		from->comp.producer++;
-		from->tx.consumer++;
 		moved++;
 	}
 	return moved;
@@ -264,6 +323,7 @@ static struct wire_pkt last_sent(struct side *s)
 struct world {
 	struct side a, b;
 	int npairs;
+	uint32_t payload; /* each connection's payload_max */
 };
 
 /* Pair i: a.conns[i] and b.conns[i], one path, no probing, handed to their engines. */
@@ -282,7 +342,7 @@ static void pair_open(struct world *w, int i)
 		c->id = (uint32_t)(i + 1) | (1u << 12);
 		c->peer_id = c->id;
 		c->token = 0x0123456789abcdefull;
-		c->payload_max = PAYLOAD;
+		c->payload_max = w->payload;
 		c->path.src_ip = htonl(0xc6120001u + (uint32_t)k);
 		c->path.dst_ip = htonl(0xc6120002u - (uint32_t)k);
 		c->ctrl_fd = eventfd(0, EFD_CLOEXEC);
@@ -301,8 +361,22 @@ static int setup(void **state)
 	struct world *w = calloc(1, sizeof(*w));
 
 	assert_non_null(w);
-	side_init(&w->a);
-	side_init(&w->b);
+	side_init(&w->a, false);
+	side_init(&w->b, false);
+	w->payload = PAYLOAD;
+	*state = w;
+	return 0;
+}
+
+/* Both sides multi-buffer, with the payload of a 9000-byte IP MTU. */
+static int setup_sg(void **state)
+{
+	struct world *w = calloc(1, sizeof(*w));
+
+	assert_non_null(w);
+	side_init(&w->a, true);
+	side_init(&w->b, true);
+	w->payload = JUMBO_PAYLOAD;
 	*state = w;
 	return 0;
 }
@@ -549,6 +623,151 @@ static void test_records_share_frames(void **state)
 	free(pr);
 }
 
+/*
+ * Multi-buffer sides at a 9000-byte MTU: a 300 KB message goes in packets of three transmit
+ * descriptors and arrives as chains of three received pieces, byte-exact; every slot and frame
+ * comes back to its pool once the kernel completes it.
+ */
+static void test_jumbo_chains_cross(void **state)
+{
+	struct world *w = *state;
+	size_t len = 300 * 1000, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct xsk_port *pa = &w->a.e.port;
+	struct harp_req *s, *r;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 13 + 1);
+	}
+	assert_int_equal(xsk_port_tx_pieces(pa, HARP_FRAME_OVERHEAD + JUMBO_PAYLOAD), 3);
+	assert_int_equal(xsk_port_rx_pieces(pa, HARP_FRAME_OVERHEAD + JUMBO_PAYLOAD), 3);
+	pair_open(w, 0);
+	r = post_recv(&w->b.conns[0], dst, len);
+	s = post_send(&w->a.conns[0], src, len);
+	run_until(w, s, r);
+	assert_int_equal(state_of(s), REQ_DONE);
+	assert_int_equal(state_of(r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	/* 34 packets of data (300,000 / 8,908), each a chain both ways */
+	assert_true(w->a.e.stats.tx_chains >= (len + JUMBO_PAYLOAD - 1) / JUMBO_PAYLOAD);
+	assert_true(w->b.e.stats.rx_chains >= (len + JUMBO_PAYLOAD - 1) / JUMBO_PAYLOAD);
+	assert_int_equal(w->b.e.stats.rx_bad_chain, 0);
+	assert_int_equal(w->b.e.stats.rx_bad, 0);
+	engine_progress(&w->a.e); /* the last completions */
+	assert_int_equal(pa->slots.free, pa->slots.total);
+	assert_int_equal(w->b.e.port.slots.free, w->b.e.port.slots.total);
+	free(s);
+	free(r);
+	free(src);
+	free(dst);
+}
+
+/* The first packet a sends next, taken off its TX ring whole (chain joined) into pkt. */
+static uint32_t take_sent(struct side *a, uint8_t *pkt)
+{
+	uint32_t len = 0;
+	bool more;
+
+	do {
+		const struct xdp_desc *d = &((struct xdp_desc *)a->tx.ring)[a->tx.consumer & (RING - 1)];
+
+		memcpy(pkt + len, (uint8_t *)a->e.port.area.base + d->addr, d->len);
+		len += d->len;
+		more = d->options & XDP_PKT_CONTD;
+		((uint64_t *)a->comp.ring)[a->comp.producer++ & (RING - 1)] = d->addr;
+		a->tx.consumer++;
+	} while (more);
+	return len;
+}
+
+/*
+ * Chains the kernel never makes are given back unread and counted, the fill ring gets every
+ * frame back, and a chain whose end is not on the ring yet waits for it: too many pieces (the
+ * first XSK_CHAIN_MAX go, the headless rest fails its parse), a piece past its frame's end, more
+ * bytes than any packet, and a good packet whose last piece comes a pass later.
+ */
+static void test_chain_limits(void **state)
+{
+	struct world *w = *state;
+	struct side *b = &w->b;
+	static uint8_t pkt[XSK_SLOT_BYTES];
+	static uint8_t src[20000], dst[20000];
+	struct harp_req *s, *r;
+	uint64_t rx, bad, chains;
+	uint32_t len, fill_free, i;
+
+	pair_open(w, 0);
+	engine_progress(&w->a.e);
+	engine_progress(&b->e);
+
+	/* 20 pieces, all but the last saying more follows */
+	rx = b->e.stats.rx_packets;
+	bad = b->e.stats.rx_bad;
+	for (i = 0; i < 20; i++) {
+		rx_desc_put(b, fill_take(b) + XSK_RX_HEADROOM, 100, i < 19);
+	}
+	engine_progress(&b->e);
+	assert_int_equal(b->rx.consumer, b->rx.producer); /* all 20 taken off the ring */
+	assert_int_equal(b->e.stats.rx_bad_chain, 1);	  /* the first 18 */
+	assert_int_equal(b->e.stats.rx_packets - rx, 1);  /* the last 2, a packet that is none */
+	assert_int_equal(b->e.stats.rx_bad - bad, 1);
+
+	/* a piece that runs past its frame's end */
+	rx_desc_put(b, fill_take(b) + XSK_RX_HEADROOM, 3000, true);
+	rx_desc_put(b, fill_take(b) + XSK_RX_HEADROOM, 4096 - XSK_RX_HEADROOM + 1, false);
+	engine_progress(&b->e);
+	assert_int_equal(b->e.stats.rx_bad_chain, 2);
+	/* five full pieces: more than the largest packet harp takes */
+	for (i = 0; i < 5; i++) {
+		rx_desc_put(b, fill_take(b) + XSK_RX_HEADROOM, 4096 - XSK_RX_HEADROOM, i < 4);
+	}
+	engine_progress(&b->e);
+	assert_int_equal(b->e.stats.rx_bad_chain, 3);
+	assert_int_equal(b->e.stats.rx_packets - rx, 1);
+	assert_int_equal(b->rx.consumer, b->rx.producer);
+
+	/* every frame of those chains went back to the fill ring */
+	fill_free = b->fill.producer - b->fill.consumer;
+	assert_true(fill_free >= XSK_FILL_START);
+
+	/* a real jumbo packet, its last piece held back a pass */
+	for (i = 0; i < sizeof(src); i++) {
+		src[i] = (uint8_t)(i ^ 0x5a);
+	}
+	r = post_recv(&b->conns[0], dst, sizeof(src));
+	s = post_send(&w->a.conns[0], src, sizeof(src));
+	engine_progress(&b->e);
+	wire_move(b, &w->a, -1); /* the CTS */
+	engine_progress(&w->a.e);
+	len = take_sent(&w->a, pkt);
+	assert_true(len > 2 * (4096 - XSK_RX_HEADROOM)); /* three pieces */
+	rx = b->e.stats.rx_packets;
+	chains = b->e.stats.rx_chains;
+	{
+		uint32_t first = b->rx.producer;
+
+		rx_packet(b, pkt, len, 2);
+		engine_progress(&b->e);
+		assert_int_equal(b->e.stats.rx_packets, rx); /* not a packet yet */
+		assert_int_equal(b->rx.consumer, first);     /* its pieces wait on the ring */
+		/* the kernel's last piece: the third frame rx_packet took */
+		rx_desc_put(b, ((uint64_t *)b->fill.ring)[(b->fill.consumer - 1) & (RING - 1)] +
+				       XSK_RX_HEADROOM,
+			    len - 2 * (4096 - XSK_RX_HEADROOM), false);
+	}
+	engine_progress(&b->e);
+	assert_int_equal(b->e.stats.rx_packets - rx, 1);
+	assert_int_equal(b->e.stats.rx_chains - chains, 1);
+	run_until(w, s, r);
+	assert_int_equal(state_of(r), REQ_DONE);
+	assert_memory_equal(src, dst, sizeof(src));
+	assert_int_equal(b->e.stats.rx_bad_chain, 3);
+	free(s);
+	free(r);
+}
+
 /* Part of a message arrives: the ack waits on the delayed-ack list, then leaves on its own. */
 static void test_delayed_ack_list(void **state)
 {
@@ -732,6 +951,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_delayed_ack_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jumbo_chains_cross, setup_sg, teardown),
+		cmocka_unit_test_setup_teardown(test_chain_limits, setup_sg, teardown),
 		cmocka_unit_test(test_keeper_watch),
 		cmocka_unit_test(test_keeper_plan),
 	};

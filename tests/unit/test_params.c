@@ -286,7 +286,7 @@ static void test_int_invalid(void **state)
 	check_int_invalid("HARP_PORT_BASE", "65473", "1024..65472");
 	check_int_invalid("HARP_FAULT_SEED", "2147483648", "0..2147483647");
 	check_int_invalid("HARP_FAULT_SEED", "4294967297", "0..2147483647");
-	check_int_invalid("HARP_MTU", "-1", "0..3800");
+	check_int_invalid("HARP_MTU", "-1", "0..16370");
 }
 
 static void test_error_text(void **state)
@@ -588,8 +588,11 @@ static void test_validate_fields(void **state)
 	p.port_base = 65500;
 	check_validate_fails(&p, "HARP_PORT_BASE=65500 is invalid");
 	params_defaults(&p);
-	p.mtu = 9000;
-	check_validate_fails(&p, "HARP_MTU=9000 is invalid");
+	p.mtu = 16371;
+	check_validate_fails(&p, "HARP_MTU=16371 is invalid");
+	params_defaults(&p);
+	p.multi_buffer = 2;
+	check_validate_fails(&p, "HARP_MULTI_BUFFER=");
 	params_defaults(&p);
 	p.xdp_mode = 2;
 	check_validate_fails(&p, "HARP_XDP_MODE=");
@@ -631,7 +634,7 @@ static void test_dump(void **state)
 {
 	static const char *const names[] = {
 		"HARP_IFNAME", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
-		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_LOG_LEVEL",
+		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_MULTI_BUFFER", "HARP_LOG_LEVEL",
 		"HARP_HUGEPAGES", "HARP_BIND_MODE", "HARP_ZEROCOPY_QUIRKS", "HARP_XDP_MODE",
 		"HARP_PIN_ROOT", "HARP_AGENT_SOCKET",
 		"HARP_CONF",

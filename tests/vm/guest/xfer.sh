@@ -32,10 +32,12 @@
 #                       because of virtio_net's zero-copy transmit fault
 #   in-order            at most 1% of the packets each side received came out of order or to
 #                       an engine without their connection (each flow kept to one engine)
+#   jumbo               both sides ran at eth0's whole MTU, packets past one UMEM frame
+#                       received as descriptor chains (multi-buffer, XDP_USE_SG)
 set -e
 
 conns_list=1 size=1M count=16 bidir="" bind="" copy_line="" zc_refused=0
-every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0 in_order=0
+every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0 in_order=0 jumbo=0
 for w in ${hvm_args//,/ }; do
 	case $w in
 	conns=*) conns_list=${w#conns=} ;;
@@ -52,6 +54,7 @@ for w in ${hvm_args//,/ }; do
 	peer-timeout=*) peer_timeout=${w#peer-timeout=} ;;
 	quirk-line) quirk_line=1 ;;
 	in-order) in_order=1 ;;
+	jumbo) jumbo=1 ;;
 	*) hvm_common_word "$w" || hvm_fail "unknown scenario word '$w'" ;;
 	esac
 done
@@ -115,6 +118,14 @@ for conns in ${conns_list//+/ }; do
 		"mode $(out_value $tag mode), $(out_value $tag goodput_gbps) Gbit/s"
 	if [ -n "$hvm_want_mode" ] && [ "$(out_value $tag mode)" != "$hvm_want_mode" ]; then
 		hvm_fail "run $run: mode $(out_value $tag mode), expected $hvm_want_mode"
+	fi
+	if ((jumbo)); then
+		want_mtu=$(cat /sys/class/net/eth0/mtu)
+		echo "run $run: IP MTU $(out_value $tag mtu), multi_buffer=$(out_value $tag multi_buffer)," \
+			"$(out_value $tag rx_chains) chains received, $(out_value $tag tx_chains) sent"
+		[ "$(out_value $tag mtu)" = "$want_mtu" ] && [ "$(out_value $tag multi_buffer)" = 1 ] &&
+			[ "$(out_value $tag rx_chains)" -gt 0 ] ||
+			hvm_fail "run $run: expected IP MTU $want_mtu with received descriptor chains"
 	fi
 	if [ -n "$copy_line" ]; then
 		errno_text=$(case $copy_line in EINVAL) echo "Invalid argument" ;;
