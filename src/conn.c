@@ -1101,7 +1101,7 @@ static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 		return -EPROTO;
 	}
 	if (h->len) {
-		memcpy(r->recv.bufs[i] + h->offset, p->body, h->len);
+		wire_body_copy(r->recv.bufs[i] + h->offset, p);
 	}
 	r->recv.got[i] += h->len;
 	c->stats.rx_bytes += h->len;

@@ -249,17 +249,32 @@ static void ack_list_add(struct harp_engine *e, struct harp_conn *c)
 	}
 }
 
-static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len, uint64_t now)
+/* A packet in one piece, or in several (pk, with frame and len NULL and 0). */
+static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
+		   const struct wire_pieces *pk, uint64_t now)
 {
 	struct wire_pkt p;
 	struct harp_conn *c;
 	enum wire_err err;
+	bool join = false;
 
 	e->stats.rx_packets++;
 	if (fault_drop(e)) {
 		return;
 	}
-	err = wire_parse(frame, len, &p);
+	if (pk) {
+		err = wire_parse_pieces(pk, &p, &join);
+		if (join) { /* not a bulk DATA frame: its pieces copied together, parsed whole */
+			uint32_t i;
+
+			for (i = 0, len = 0; i < pk->n; len += pk->len[i], i++) {
+				memcpy(e->rx_joined + len, pk->at[i], pk->len[i]);
+			}
+			err = wire_parse(e->rx_joined, len, &p);
+		}
+	} else {
+		err = wire_parse(frame, len, &p);
+	}
 	if (err != WIRE_OK) {
 		e->stats.rx_bad++;
 		return;
@@ -353,8 +368,7 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 	struct xsk_port *p = &e->port;
 	uint32_t idx_rx, idx_more, n, i;
 	bool looked_again = false;
-	const uint8_t *data;
-	uint32_t len;
+	struct wire_pieces pk;
 	int k;
 
 	n = xsk_ring_cons__peek(&p->rx, RX_BATCH, &idx_rx);
@@ -362,8 +376,7 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 		return 0;
 	}
 	for (i = 0; i < n; i += (uint32_t)(k < 0 ? -k : k)) {
-		k = xsk_port_gather(p, idx_rx + i, n - i, e->rx_joined, ENGINE_JOINED_BYTES, &data,
-				    &len);
+		k = xsk_port_gather(p, idx_rx + i, n - i, ENGINE_JOINED_BYTES, &pk);
 		if (k == 0 && !looked_again) {
 			/* A chain whose end is not among those peeked. libxdp reads the producer
 			 * again only once its cached entries are used up, so read it now and peek
@@ -381,8 +394,12 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 			e->stats.rx_bad_chain++;
 			continue;
 		}
-		e->stats.rx_chains += k > 1;
-		rx_one(e, data, len, now);
+		if (k == 1) {
+			rx_one(e, pk.at[0], pk.len[0], NULL, now);
+		} else {
+			e->stats.rx_chains++;
+			rx_one(e, NULL, 0, &pk, now);
+		}
 	}
 	if (i < n) {
 		xsk_ring_cons__cancel(&p->rx, n - i);

@@ -322,24 +322,30 @@ bool wire_next(struct wire_pkt *p)
 	memcpy(&net, p->next, sizeof(net));
 	hdr_from_net(&p->h, &net);
 	p->body = p->next + HARP_HDR_LEN;
+	p->body_here = p->h.len;
 	p->next = p->body + p->h.len;
 	p->next_len -= HARP_HDR_LEN + p->h.len;
 	return true;
 }
 
-enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
+/*
+ * The Ethernet, IPv4 and UDP headers of a packet of len bytes, all of them in the here bytes at
+ * frame (a packet in one piece: here == len). On WIRE_OK *ip and *udp point at the headers and
+ * *udp_len is the UDP length, at most what len holds.
+ */
+static enum wire_err check_headers(const uint8_t *frame, uint32_t here, uint32_t len,
+				   const uint8_t **ipp, const uint8_t **udpp, uint16_t *udp_lenp)
 {
 	const uint8_t *ip, *udp;
 	uint32_t l3_off = HARP_ETH_HLEN;
-	uint16_t ethertype, ip_len, udp_len, csum, trailer;
-	uint32_t records_len;
+	uint16_t ethertype, ip_len, udp_len;
 
-	if (len < HARP_ETH_HLEN) {
+	if (here < HARP_ETH_HLEN) {
 		return WIRE_ERR_SHORT;
 	}
 	ethertype = get16(frame + 12);
 	if (ethertype == ETH_P_VLAN) {
-		if (len < HARP_ETH_HLEN + HARP_VLAN_HLEN) {
+		if (here < HARP_ETH_HLEN + HARP_VLAN_HLEN) {
 			return WIRE_ERR_SHORT;
 		}
 		ethertype = get16(frame + 16);
@@ -348,7 +354,7 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	if (ethertype != ETH_P_IPV4) {
 		return WIRE_ERR_NOT_IP4;
 	}
-	if (len - l3_off < HARP_IP4_HLEN) {
+	if (here - l3_off < HARP_IP4_HLEN) {
 		return WIRE_ERR_SHORT;
 	}
 	ip = frame + l3_off;
@@ -365,13 +371,40 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	if (ip[9] != IPPROTO_UDP_NUM) {
 		return WIRE_ERR_NOT_UDP;
 	}
-	if (ip_len < HARP_IP4_HLEN + HARP_UDP_HLEN) {
+	if (ip_len < HARP_IP4_HLEN + HARP_UDP_HLEN || here - l3_off < HARP_IP4_HLEN + HARP_UDP_HLEN) {
 		return WIRE_ERR_SHORT;
 	}
 	udp = ip + HARP_IP4_HLEN;
 	udp_len = get16(udp + 4);
 	if (udp_len != ip_len - HARP_IP4_HLEN) {
 		return WIRE_ERR_UDP_LEN;
+	}
+	*ipp = ip;
+	*udpp = udp;
+	*udp_lenp = udp_len;
+	return WIRE_OK;
+}
+
+static void fill_addresses(const uint8_t *frame, const uint8_t *ip, const uint8_t *udp,
+			   struct wire_pkt *p)
+{
+	memcpy(&p->src_ip, ip + 12, 4);
+	memcpy(&p->dst_ip, ip + 16, 4);
+	memcpy(&p->src_port, udp, 2);
+	memcpy(&p->dst_port, udp + 2, 2);
+	memcpy(p->src_mac, frame + 6, 6);
+}
+
+enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
+{
+	const uint8_t *ip, *udp;
+	uint16_t udp_len, csum, trailer;
+	uint32_t records_len;
+	enum wire_err e;
+
+	e = check_headers(frame, len, len, &ip, &udp, &udp_len);
+	if (e != WIRE_OK) {
+		return e;
 	}
 	csum = get16(udp + 6);
 	if (csum != 0 && udp4_csum(ip, udp, udp_len) != 0) {
@@ -389,23 +422,97 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 		return WIRE_ERR_SHORT;
 	}
 	records_len = udp_len - HARP_UDP_HLEN - trailer;
-	{
-		enum wire_err e = check_records(udp + HARP_UDP_HLEN, records_len, p);
-
-		if (e != WIRE_OK) {
-			return e;
-		}
+	e = check_records(udp + HARP_UDP_HLEN, records_len, p);
+	if (e != WIRE_OK) {
+		return e;
 	}
 	p->records = udp + HARP_UDP_HLEN;
 	p->records_len = records_len;
 	p->trailer = trailer ? p->records + records_len : NULL;
 	p->body = udp + HARP_UDP_HLEN + HARP_HDR_LEN;
+	p->rest = NULL;
+	p->body_here = p->h.len;
 	p->next = p->body + p->h.len;
 	p->next_len = records_len - HARP_HDR_LEN - p->h.len;
-	memcpy(&p->src_ip, ip + 12, 4);
-	memcpy(&p->dst_ip, ip + 16, 4);
-	memcpy(&p->src_port, udp, 2);
-	memcpy(&p->dst_port, udp + 2, 2);
-	memcpy(p->src_mac, frame + 6, 6);
+	fill_addresses(frame, ip, udp, p);
+	return WIRE_OK;
+}
+
+/* The UDP checksum across the pieces (result as udp4_csum's); false: a piece of odd length. */
+static bool udp4_csum_pieces(const struct wire_pieces *w, const uint8_t *ip, const uint8_t *udp,
+			     uint16_t udp_len, uint16_t *out)
+{
+	uint32_t sum = 0, left = udp_len, n, i;
+
+	sum = csum_add(sum, ip + 12, 8);
+	sum += IPPROTO_UDP_NUM + udp_len;
+	for (i = 0; left; i++) {
+		const uint8_t *from = i ? w->at[i] : udp;
+
+		if (i == w->n) {
+			return false; /* fewer bytes than the headers say: wire_parse says so */
+		}
+
+		n = (uint32_t)(w->at[i] + w->len[i] - from);
+		n = n < left ? n : left;
+		if ((n & 1) && n < left) {
+			return false; /* the next piece's bytes would sit in the other half */
+		}
+		sum = csum_add(sum, from, n);
+		left -= n;
+	}
+	*out = csum_fold(sum);
+	return true;
+}
+
+enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join)
+{
+	const uint8_t *ip, *udp;
+	uint16_t udp_len, csum;
+	uint32_t records_len, body_off;
+	enum wire_err e;
+
+	*join = true;
+	if (w->n < 2 || w->len[0] < HARP_ETH_HLEN + HARP_VLAN_HLEN + HARP_IP4_HLEN +
+					     HARP_UDP_HLEN + HARP_HDR_LEN) {
+		return WIRE_OK;
+	}
+	e = check_headers(w->at[0], w->len[0], w->total, &ip, &udp, &udp_len);
+	if (e != WIRE_OK || udp_len < HARP_UDP_HLEN + HARP_HDR_LEN ||
+	    get16(udp + HARP_UDP_HLEN + offsetof(struct harp_hdr, trailer)) != 0) {
+		return WIRE_OK; /* wire_parse says what is wrong, or takes its trailer */
+	}
+	body_off = (uint32_t)(udp - w->at[0]) + HARP_UDP_HLEN + HARP_HDR_LEN;
+	if (body_off > w->len[0]) {
+		return WIRE_OK;
+	}
+	records_len = udp_len - HARP_UDP_HLEN;
+	if (check_record(udp + HARP_UDP_HLEN, records_len, &p->h) != WIRE_OK ||
+	    p->h.type != HARP_PKT_DATA || (p->h.flags & HARP_DATA_F_UNSOL) ||
+	    HARP_HDR_LEN + (uint32_t)p->h.len != records_len) {
+		return WIRE_OK;
+	}
+	csum = get16(udp + 6);
+	if (csum != 0) {
+		uint16_t sum;
+
+		if (!udp4_csum_pieces(w, ip, udp, udp_len, &sum)) {
+			return WIRE_OK;
+		}
+		if (sum != 0) {
+			*join = false;
+			return WIRE_ERR_UDP_CSUM;
+		}
+	}
+	*join = false;
+	p->records = udp + HARP_UDP_HLEN; /* its header; the body runs on in the pieces */
+	p->records_len = records_len;
+	p->trailer = NULL;
+	p->body = w->at[0] + body_off;
+	p->body_here = w->len[0] - body_off < p->h.len ? w->len[0] - body_off : p->h.len;
+	p->rest = w;
+	p->next = NULL;
+	p->next_len = 0;
+	fill_addresses(w->at[0], ip, udp, p);
 	return WIRE_OK;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #define HARP_WIRE_VERSION 2
 #define HARP_ETH_HLEN 14
@@ -126,10 +127,25 @@ enum wire_err {
 };
 const char *wire_err_name(enum wire_err e);
 
+/* The most pieces a packet may arrive in: the kernel's limit on a chain (MAX_SKB_FRAGS + 1). */
+#define WIRE_PIECES_MAX 18
+
+/* A packet that arrived in pieces (an AF_XDP descriptor chain), in order. */
+struct wire_pieces {
+	const uint8_t *at[WIRE_PIECES_MAX];
+	uint32_t len[WIRE_PIECES_MAX];
+	uint32_t n;	/* pieces */
+	uint32_t total; /* bytes in all of them */
+};
+
 /* A checked record: h in host order, body pointing into the frame. */
 struct wire_pkt {
 	struct harp_hdr h;
-	const uint8_t *body; /* h.len bytes */
+	const uint8_t *body; /* h.len bytes, or body_here of them where rest is set */
+	/* a body that runs on past the first piece of a packet in pieces: body_here bytes at body,
+	 * the others in rest's pieces 1, 2, ... in order (wire_body_copy); NULL: all at body */
+	const struct wire_pieces *rest;
+	uint32_t body_here;
 	const uint8_t *next; /* the frame's records after this one, already checked */
 	uint32_t next_len;   /* their bytes; 0: this was the last */
 	const uint8_t *records; /* the frame's first record */
@@ -147,6 +163,33 @@ struct wire_pkt {
 enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p);
 /* Moves p to the frame's next record (checked by wire_parse); false after the last one. */
 bool wire_next(struct wire_pkt *p);
+/*
+ * A packet in pieces, parsed where it lies when it is what bulk transfer sends: one DATA record,
+ * not unsolicited, no trailer, every header in the first piece, and every piece that the UDP
+ * checksum runs across but the last of even length. Then it checks all that wire_parse checks
+ * and fills p (its body in the pieces, p->rest). Anything else sets *join and returns WIRE_OK:
+ * the caller copies the pieces together and calls wire_parse.
+ */
+enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join);
+/* Copies p's h.len bytes of body to dst, from every piece they lie in. */
+static inline void wire_body_copy(uint8_t *dst, const struct wire_pkt *p)
+{
+	uint32_t left, n, i;
+
+	if (!p->rest) {
+		memcpy(dst, p->body, p->h.len);
+		return;
+	}
+	memcpy(dst, p->body, p->body_here);
+	dst += p->body_here;
+	left = p->h.len - p->body_here;
+	for (i = 1; left && i < p->rest->n; i++) {
+		n = p->rest->len[i] < left ? p->rest->len[i] : left;
+		memcpy(dst, p->rest->at[i], n);
+		dst += n;
+		left -= n;
+	}
+}
 
 /* One's-complement sum helpers, exposed for tests. */
 uint16_t wire_ip_csum(const void *hdr, size_t len);

@@ -532,16 +532,18 @@ void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n)
 	fill_submit(p, idx_fill, n, (uint32_t)more);
 }
 
-int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint8_t *buf, uint32_t cap,
-		    const uint8_t **data, uint32_t *len)
+int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
+		    struct wire_pieces *pk)
 {
-	uint32_t fsize = p->pool.frame_size, pieces, i, total = 0;
+	uint32_t fsize = p->pool.frame_size, pieces, i;
 	const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx);
 	bool bad = false;
 
 	if (!(d->options & XDP_PKT_CONTD)) {
-		*data = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
-		*len = d->len;
+		pk->at[0] = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
+		pk->len[0] = d->len;
+		pk->n = 1;
+		pk->total = d->len;
 		return 1;
 	}
 	for (pieces = 1; pieces < n && pieces < XSK_CHAIN_MAX &&
@@ -552,26 +554,24 @@ int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint8_t *buf, 
 		/* no end in sight: too long, or the rest not peeked yet */
 		return pieces == XSK_CHAIN_MAX ? -XSK_CHAIN_MAX : 0;
 	}
+	pk->total = 0;
 	for (i = 0; i < pieces; i++) {
 		uint64_t addr;
 
 		d = xsk_ring_cons__rx_desc(&p->rx, idx + i);
 		addr = xsk_umem__add_offset_to_addr(d->addr);
-		if ((addr & (fsize - 1)) + d->len > fsize || d->len > cap - total) {
+		if ((addr & (fsize - 1)) + d->len > fsize || d->len > cap - pk->total) {
 			bad = true; /* still counted through to the chain's end */
 			continue;
 		}
 		if (!bad) {
-			memcpy(buf + total, xsk_port_frame(p, addr), d->len);
-			total += d->len;
+			pk->at[i] = xsk_port_frame(p, addr);
+			pk->len[i] = d->len;
+			pk->total += d->len;
 		}
 	}
-	if (bad) {
-		return -(int)pieces;
-	}
-	*data = buf;
-	*len = total;
-	return (int)pieces;
+	pk->n = pieces;
+	return bad ? -(int)pieces : (int)pieces;
 }
 
 void xsk_port_wake_rx(struct xsk_port *p)

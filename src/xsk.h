@@ -17,6 +17,7 @@
 #include <xdp/xsk.h>
 
 #include "internal.h"
+#include "wire.h"
 
 #ifndef XDP_USE_SG
 #define XDP_USE_SG (1 << 4) /* kernel 6.6+; Debian 12's headers predate it */
@@ -27,7 +28,7 @@
 
 #define XSK_SLOT_BYTES 16384u /* a multi-buffer transmit frame: the largest frame harp sends */
 /* The most descriptors a received packet may span: the kernel's limit (MAX_SKB_FRAGS + 1). */
-#define XSK_CHAIN_MAX 18
+#define XSK_CHAIN_MAX WIRE_PIECES_MAX
 /* Bytes the kernel keeps in front of every received piece (XDP_PACKET_HEADROOM). */
 #define XSK_RX_HEADROOM 256u
 
@@ -116,16 +117,15 @@ int xsk_port_layout(struct xsk_port *p, uint32_t nframes, uint32_t frame_size, b
 void xsk_port_unlayout(struct xsk_port *p);
 
 /*
- * The packet whose first descriptor is rx descriptor idx, of n peeked from there. Returns how
- * many descriptors it spans (at least 1) and points *data at its *len bytes: its frame where it
- * has one piece, else buf (cap bytes), where the pieces are copied in order. Returns 0 when its
- * chain goes on past the n descriptors (the rest is not on the ring yet), and -k when the k
+ * The packet whose first descriptor is rx descriptor idx, of n peeked from there: returns how
+ * many descriptors it spans (at least 1) with its pieces in *pk, where they lie. Returns 0 when
+ * its chain goes on past the n descriptors (the rest is not on the ring yet), and -k when the k
  * descriptors from idx are to be given back unread: a chain of more than XSK_CHAIN_MAX pieces
  * (k = XSK_CHAIN_MAX; the rest of it follows as pieces without a head), a piece that crosses its
  * frame's end, or a chain of more than cap bytes (k = the whole chain).
  */
-int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint8_t *buf, uint32_t cap,
-		    const uint8_t **data, uint32_t *len);
+int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
+		    struct wire_pieces *pk);
 
 /*
  * Gives the frames of rx descriptors idx..idx+n-1 back to the fill ring (the caller releases the

@@ -9,6 +9,11 @@
  * The first input byte picks a mode. Even: the rest is parsed as it is. Odd: both checksums are
  * first recomputed over whatever lengths the mutated headers claim, so the fuzzer can explore
  * the length and field checks behind them instead of stopping at a checksum mismatch.
+ *
+ * Every frame is also cut into pieces, each in a heap buffer of its own size (a descriptor
+ * chain, pieces of the first input byte's choosing), and given to wire_parse_pieces: where it
+ * parses in place, it must say what wire_parse says of the whole, and the body it copies out of
+ * the pieces must be the whole frame's body.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -172,6 +177,49 @@ static void check_accepted(const uint8_t *data, size_t size)
 	}
 }
 
+/* The frame cut into pieces of step bytes (the last takes the rest), each its own buffer. */
+static void check_pieces(const uint8_t *data, size_t size, uint32_t step)
+{
+	static uint8_t body[65536];
+	struct wire_pieces w = { .n = 0 };
+	struct wire_pkt pp, p;
+	enum wire_err ep, e;
+	uint32_t off = 0, i;
+	bool join;
+
+	if (size > 65536 || !step) {
+		return;
+	}
+	while (off < size && w.n < WIRE_PIECES_MAX) {
+		uint32_t n = w.n + 1 == WIRE_PIECES_MAX || size - off < step ? (uint32_t)size - off :
+									     step;
+		uint8_t *piece = malloc(n ? n : 1);
+
+		CHECK(piece);
+		memcpy(piece, data + off, n);
+		w.at[w.n] = piece;
+		w.len[w.n++] = n;
+		off += n;
+	}
+	w.total = off;
+	ep = wire_parse_pieces(&w, &pp, &join);
+	if (!join) {
+		e = wire_parse(data, (uint32_t)size, &p);
+		CHECK(ep == e);
+		if (e == WIRE_OK) {
+			CHECK(memcmp(&pp.h, &p.h, sizeof(p.h)) == 0);
+			CHECK(pp.src_ip == p.src_ip && pp.dst_ip == p.dst_ip);
+			CHECK(pp.src_port == p.src_port && pp.dst_port == p.dst_port);
+			CHECK(pp.h.type == HARP_PKT_DATA && !p.next_len && !p.trailer);
+			wire_body_copy(body, &pp);
+			CHECK(memcmp(body, p.body, p.h.len) == 0);
+		}
+	}
+	for (i = 0; i < w.n; i++) {
+		free((void *)w.at[i]);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *frame;
@@ -181,6 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!(data[0] & 1)) {
 		check_accepted(data + 1, size - 1);
+		check_pieces(data + 1, size - 1, 110u + (data[0] >> 1) * 15u);
 		return 0;
 	}
 	/* A copy of exactly the frame's size, so ASan still sees every overrun. */
@@ -189,6 +238,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(frame, data + 1, size - 1);
 	fix_checksums(frame, size - 1);
 	check_accepted(frame, size - 1);
+	check_pieces(frame, size - 1, 110u + (data[0] >> 1) * 15u);
 	free(frame);
 	return 0;
 }
