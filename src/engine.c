@@ -1045,6 +1045,9 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 		return 0;
 	}
 	xsk_port_reclaim(p);
+	if (p->busy_poll) {
+		xsk_port_busy_poll(p);
+	}
 	for (i = 0; i < 4; i++) {
 		n = rx_batch(e, now);
 		rx += n;

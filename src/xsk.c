@@ -18,6 +18,12 @@
 
 #include "xsk.h"
 
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69 /* kernel 5.11+; asm-generic values, as on x86 and arm64 */
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
 #ifndef XDP_MAX_TX_SKB_BUDGET
 #define XDP_MAX_TX_SKB_BUDGET 9 /* kernel 6.15+; Debian 12's headers predate it */
 #endif
@@ -308,6 +314,40 @@ static void slots_dissolve(struct xsk_port *p)
 	p->slot_base = 0;
 }
 
+/*
+ * Preferred busy polling: the queue's NAPI instance runs when the engine calls recvfrom() (each
+ * pass), on the engine's core, and the kernel defers its own softirq polling to it. Refused
+ * settings (SO_BUSY_POLL above net.core.busy_read needs CAP_NET_ADMIN; kernels before 5.11
+ * know no SO_PREFER_BUSY_POLL) leave the socket as it was, said once.
+ */
+static void set_busy_poll(struct xsk_port *p, const char *ifname, int queue, int us)
+{
+	static int said; /* atomic: engines open their queues from several threads */
+	int one = 1, budget = 64;
+	const char *opt = "SO_PREFER_BUSY_POLL";
+
+	if (setsockopt(p->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof(one)) == 0) {
+		opt = "SO_BUSY_POLL";
+		if (setsockopt(p->fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us)) == 0) {
+			opt = "SO_BUSY_POLL_BUDGET";
+			if (setsockopt(p->fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget,
+				       sizeof(budget)) == 0) {
+				p->busy_poll = true;
+				return;
+			}
+		}
+	}
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+		pr_warn("xsk: %s queue %d: busy polling not set (%s: %s%s); HARP_BUSY_POLL_US=%d "
+			"is ignored",
+			ifname, queue, opt, strerror(errno),
+			errno == EPERM ? ", which needs CAP_NET_ADMIN" : "", us);
+	}
+	us = 0;
+	setsockopt(p->fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us));
+	setsockopt(p->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &us, sizeof(us));
+}
+
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		  const struct harp_params *params, int busy_wait_ms)
 {
@@ -390,6 +430,9 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		report_copy_mode(ifname, queue, p->zc_refused, p->zc_quirk);
 	}
 	p->fd = xsk_socket__fd(p->xsk);
+	if (params->busy_poll_us) {
+		set_busy_poll(p, ifname, queue, params->busy_poll_us);
+	}
 	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */
 	budget = (int)p->ring_size;
 	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
@@ -574,6 +617,12 @@ int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
 	return bad ? -(int)pieces : (int)pieces;
 }
 
+void xsk_port_busy_poll(struct xsk_port *p)
+{
+	p->busy_polls++;
+	recvfrom(p->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+}
+
 void xsk_port_wake_rx(struct xsk_port *p)
 {
 	if (xsk_ring_prod__needs_wakeup(&p->fill)) {
@@ -619,5 +668,6 @@ int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st)
 	st->fill_depth = p->fill_target;
 	st->fill_grows = p->fill_grows;
 	st->rx_kicks = p->rx_kicks;
+	st->busy_polls = p->busy_polls;
 	return 0;
 }

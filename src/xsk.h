@@ -38,6 +38,8 @@ struct xsk_port {
 	struct frame_pool slots; /* multi-buffer: transmit frames, XSK_SLOT_BYTES each */
 	uint64_t slot_base;	 /* UMEM offset of the first slot; 0: no slots */
 	bool sg;		 /* bound with XDP_USE_SG: packets may span descriptor chains */
+	bool busy_poll;		 /* SO_PREFER_BUSY_POLL taken: each pass polls the queue */
+	uint64_t busy_polls;	 /* polls of the queue (recvfrom) the engine made */
 	bool sg_refused;	 /* multi-buffer was asked for and the bind refused it */
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
@@ -137,6 +139,8 @@ void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n);
 void xsk_port_expect(struct xsk_port *p, uint64_t n);
 /* Wakes the driver when the fill ring asks for it (zero-copy drivers stop when it ran dry). */
 void xsk_port_wake_rx(struct xsk_port *p);
+/* With busy polling: runs the queue's NAPI poll once, here (a recvfrom that does not wait). */
+void xsk_port_busy_poll(struct xsk_port *p);
 /* Moves every transmitted frame on the completion ring back to the pool; returns how many. */
 uint32_t xsk_port_reclaim(struct xsk_port *p);
 /* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */

@@ -673,6 +673,7 @@ static void report(struct run *r, double secs, int rc)
 			qsum.rx_chains += qs.rx_chains;
 			qsum.tx_chains += qs.tx_chains;
 			qsum.rx_bad_chain += qs.rx_bad_chain;
+			qsum.busy_polls += qs.busy_polls;
 		}
 	}
 	getrusage(RUSAGE_SELF, &ru);
@@ -703,6 +704,7 @@ static void report(struct run *r, double secs, int rc)
 	printf("multi_buffer=%d\nrx_chains=%" PRIu64 "\ntx_chains=%" PRIu64 "\nrx_bad_chain=%" PRIu64
 	       "\n",
 	       info.multi_buffer, qsum.rx_chains, qsum.tx_chains, qsum.rx_bad_chain);
+	printf("busy_polls=%" PRIu64 "\n", qsum.busy_polls);
 	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
 	       sum.msgs_held);
 	printf("auth=%s\nauth_conns=%d\n", auth_name, auth_conns);

@@ -24,6 +24,7 @@
 #                           past one UMEM frame sent and received as descriptor chains
 #     --expect-mtu N        fail unless both sides ran at IP MTU N
 #     --env NAME=VALUE      set NAME for both harp-xfer sides (a HARP_* setting)
+#     --expect-key KEY      fail unless both sides report KEY=N with N > 0
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -36,14 +37,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
 auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu=""
 limit=""
-envs=()
+envs=() expect_keys=()
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -59,6 +60,7 @@ while (($#)); do
 	--expect-jumbo) expect_jumbo=1 ;;
 	--expect-mtu) expect_mtu=${2:?} && shift ;;
 	--env) envs+=("${2:?}") && shift ;;
+	--expect-key) expect_keys+=("${2:?}") && shift ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
@@ -266,6 +268,12 @@ if ((expect_short)); then
 	((short > 0)) || report "the server never ran short of frames (xdp_fill_ring_empty and" \
 		"xdp_rx_ring_full are 0): the test did not exhaust them"
 fi
+for key in "${expect_keys[@]}"; do
+	for side in server client; do
+		n=$(sed -n "s/^$key=\([0-9]*\)$/\1/p" "$tmp/$side.out")
+		((${n:-0} > 0)) || report "$side: $key=${n:-missing}, expected > 0"
+	done
+done
 if [[ -n $expect_mtu ]]; then
 	for side in server client; do
 		grep -qx "mtu=$expect_mtu" "$tmp/$side.out" ||
