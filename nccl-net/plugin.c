@@ -244,11 +244,13 @@ static hnccl_result_t devices_create(void)
 		}
 		g.ndev = i + 1;
 		HP_INFO("device %d: %s %s, %d queue%s, XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
-			"bytes per packet), UDP ports from %u, %s, %d Mbit/s",
+			"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
 			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
 			d->info.queues == 1 ? "" : "s", d->info.xdp_native ? "native" : "skb",
 			harp_mode_name(d->info.mode), d->info.mtu,
-			d->info.payload_max, d->info.port_base,
+			d->info.payload_max,
+			d->info.multi_buffer ? "multi-buffer: descriptor chains" : "one descriptor each",
+			d->info.port_base,
 			d->info.hugepages ? "UMEM on hugepages" : "UMEM on normal pages", d->speed);
 	}
 	return HNCCL_SUCCESS;

@@ -22,6 +22,9 @@
 #                         on the library path as NCCL looks up libnccl-net.so (SO is still the
 #                         file the symbol check reads)
 #     --peer-timeout-ms T HARP_PEER_TIMEOUT_MS for peer-kill (default 2000)
+#     --mtu N             MTU of the veth pairs (default 1500); above one UMEM frame, both
+#                         plugins must say in their start-up line that they run at N with
+#                         descriptor chains (multi-buffer)
 #
 # The scenarios are described in net_driver.c. init-fail runs three cases per version: an
 # interface that does not exist, HARP_QUEUES=abc and an unknown HARP_FOO=1; each must make init
@@ -57,12 +60,12 @@ usage() {
 	if (($#)); then
 		echo "conformance: $*" >&2
 	fi
-	sed -n '4,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 plugin="" driver="" versions="8,9,10,11,12" scenarios="basic,pipeline,grouped" only=""
-use_valgrind=0 queues=1 devices=1 client_env="" load_as="" peer_timeout_ms=2000
+use_valgrind=0 queues=1 devices=1 client_env="" load_as="" peer_timeout_ms=2000 mtu=1500
 while (($#)); do
 	case $1 in
 	--plugin) plugin=${2:?} && shift ;;
@@ -76,6 +79,7 @@ while (($#)); do
 	--valgrind) use_valgrind=1 ;;
 	--load-as) load_as=${2:?} && shift ;;
 	--peer-timeout-ms) peer_timeout_ms=${2:?} && shift ;;
+	--mtu) mtu=${2:?} && shift ;;
 	*) usage "unknown option '$1'" ;;
 	esac
 	shift
@@ -98,6 +102,8 @@ case $only in
 esac
 [[ $peer_timeout_ms =~ ^[0-9]+$ ]] && ((peer_timeout_ms >= 100 && peer_timeout_ms <= 60000)) ||
 	usage "--peer-timeout-ms must be 100 to 60000 (got '$peer_timeout_ms')"
+[[ $mtu =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 16384)) ||
+	usage "--mtu must be 1280 to 16384 (got '$mtu')"
 [[ $queues =~ ^[1-9]$ && $devices =~ ^[12]$ ]] ||
 	usage "--queues must be 1 to 9 and --devices 1 or 2 (got '$queues' and '$devices')"
 if [[ -z $plugin || ! -f $plugin ]]; then
@@ -167,9 +173,9 @@ harness_cleanup_extra() {
 # /24 in 198.19/16 and names that extend the first's, so HARP_IFNAME=$if_a (a prefix, as in
 # NCCL_SOCKET_IFNAME) matches both, first pair first.
 make_topology() {
-	topo_pair 1500 "$queues" || return
+	topo_pair "$mtu" "$queues" || return
 	if ((devices == 2)); then
-		topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" 1500 "$queues"
+		topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" "$mtu" "$queues"
 		ns_exec "$ns_a" ip addr add "198.19.$topo_net.1/24" dev "${if_a}2"
 		ns_exec "$ns_b" ip addr add "198.19.$topo_net.2/24" dev "${if_b}2"
 		topo_wait_ping "$ns_a" "198.19.$topo_net.2" || return
@@ -291,6 +297,13 @@ run_pair() {
 	verified=$(key "$dir/server.out" verified_bytes)
 	if [[ $scenario != close-order && $scenario != idle-peer ]] && ((${verified:-0} == 0)); then
 		report "$name: the server verified no bytes"
+	fi
+	if ((mtu > 3826)) && [[ $scenario != init-fail ]]; then
+		for side in server client; do
+			grep -q "MTU $mtu ([0-9]* payload bytes per packet, multi-buffer: descriptor chains)" \
+				"$dir/$side.err" || report "$name $side: no device line saying MTU $mtu" \
+				"with descriptor chains ($(grep -o 'MTU [0-9]* ([^)]*)' "$dir/$side.err" | head -n 1))"
+		done
 	fi
 	if [[ $(key "$dir/client.out" ndev) != "$devices" ]]; then
 		report "$name: the client's plugin reported" \
