@@ -355,7 +355,7 @@ static int raw_params(struct raw_run *r)
 /* The interface and the IP MTU harp would use on it (api.c's rule). */
 static int raw_interface(struct raw_run *r)
 {
-	struct harp_params *p = &r->params;
+	const struct harp_params *p = &r->params;
 	char msg[512];
 	int err, frame_mtu, take_free;
 
@@ -382,16 +382,34 @@ static int raw_interface(struct raw_run *r)
 	if (p->mtu && p->mtu < r->ip_mtu) {
 		r->ip_mtu = p->mtu;
 	}
-	/* one frame per packet: the raw client and server take no descriptor chains yet */
-	p->multi_buffer = HARP_MULTI_BUFFER_OFF;
-	frame_mtu = p->frame_size - 256 - HARP_ETH_HLEN; /* copy mode keeps 256 bytes of headroom */
+	/* what a multi-buffer socket takes at most; raw_frames decides once the sockets are bound */
+	frame_mtu = (int)XSK_SLOT_BYTES - HARP_ETH_HLEN;
+	if (r->ip_mtu > frame_mtu) {
+		r->ip_mtu = frame_mtu;
+	}
+	return 0;
+}
+
+/* The IP MTU the bound sockets take (api.c's ctx_frames), and --frame-size against it. */
+static int raw_frames(struct raw_run *r)
+{
+	const struct harp_params *p = &r->params;
+	int q, frame_mtu = r->ip_mtu;
+
+	for (q = 0; q < r->nqueues; q++) {
+		if (!r->q[q].port.sg) {
+			/* one frame per packet: copy mode keeps 256 bytes of headroom */
+			frame_mtu = p->frame_size - (int)XSK_RX_HEADROOM - HARP_ETH_HLEN;
+		}
+	}
 	if (r->ip_mtu > frame_mtu) {
 		r->ip_mtu = frame_mtu;
 	}
 	if (r->o.frame_size > r->ip_mtu) {
 		raw_err("--frame-size %d exceeds the IP MTU %d harp uses on %s "
-			"(interface MTU %d, HARP_MTU %d, HARP_FRAME_SIZE %d)",
-			r->o.frame_size, r->ip_mtu, p->ifname, r->ifi.mtu, p->mtu, p->frame_size);
+			"(interface MTU %d, HARP_MTU %d, HARP_FRAME_SIZE %d, %s)",
+			r->o.frame_size, r->ip_mtu, p->ifname, r->ifi.mtu, p->mtu, p->frame_size,
+			r->nqueues && r->q[0].port.sg ? "multi-buffer" : "one frame per packet");
 		return -EINVAL;
 	}
 	return 0;
@@ -461,7 +479,7 @@ static void raw_close(struct raw_run *r)
  * raw_pattern_off(seq, q), so a frame with the wrong payload, or another frame's, fails memcmp. */
 static int raw_pattern_make(struct raw_run *r)
 {
-	size_t len = (size_t)r->params.frame_size + RAW_PATTERN_SPAN * 8;
+	size_t len = (size_t)XSK_SLOT_BYTES + RAW_PATTERN_SPAN * 8; /* the largest body, shifted */
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	size_t i;
 
@@ -719,11 +737,28 @@ static int raw_resolve(struct raw_run *r, uint32_t ip, uint8_t mac[6])
 	return err;
 }
 
+/* The frame of len bytes at addr as its chain of descriptors from TX slot idx on; returns how
+ * many descriptors (one without multi-buffer). */
+static uint32_t raw_chain(struct xsk_port *p, uint32_t idx, uint64_t addr, uint32_t len)
+{
+	uint32_t fsize = p->pool.frame_size, pieces = xsk_port_tx_pieces(p, len), i;
+
+	for (i = 0; i < pieces; i++) {
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, idx + i);
+
+		d->addr = addr + (uint64_t)i * fsize;
+		d->len = len - i * fsize < fsize ? len - i * fsize : fsize;
+		d->options = i + 1 < pieces ? XDP_PKT_CONTD : 0;
+	}
+	return pieces;
+}
+
 /* Fills the TX ring of one queue with up to max frames (a batch at most); returns how many. */
 static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t body, uint32_t max,
 			    uint32_t tag)
 {
 	struct xsk_port *p = &rq->port;
+	struct frame_pool *pool = xsk_port_txpool(p);
 	struct harp_hdr h = {
 		.version = HARP_WIRE_VERSION,
 		.type = HARP_PKT_DATA,
@@ -734,33 +769,31 @@ static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t bo
 		.len = (uint16_t)body,
 	};
 	const uint8_t *pattern = r->pattern;
-	uint32_t want, idx, i;
+	uint32_t pieces = xsk_port_tx_pieces(p, HARP_FRAME_OVERHEAD + body), want, idx, i, used = 0;
 	int q = rq->index;
 
-	want = xsk_prod_nb_free(&p->tx, RAW_TX_BATCH);
+	want = xsk_prod_nb_free(&p->tx, RAW_TX_BATCH) / pieces;
 	want = want < max ? want : max;
-	want = want < p->pool.free ? want : p->pool.free;
-	if (!want || xsk_ring_prod__reserve(&p->tx, want, &idx) != want) {
+	want = want < pool->free ? want : pool->free;
+	if (!want || xsk_ring_prod__reserve(&p->tx, want * pieces, &idx) != want * pieces) {
 		return 0;
 	}
 	for (i = 0; i < want; i++) {
-		struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, idx + i);
 		uint64_t addr = 0;
 		uint8_t *frame;
 
-		frame_pool_get(&p->pool, &addr, 1);
+		frame_pool_get(pool, &addr, 1);
 		frame = xsk_port_frame(p, addr);
 		/* the one copy harp's engine makes too: payload into the frame */
 		memcpy(frame + HARP_FRAME_OVERHEAD, pattern + raw_pattern_off(rq->seq, q), body);
 		h.psn = (uint32_t)rq->seq;
 		h.offset = rq->seq * body;
-		d->addr = addr;
-		d->len = wire_build(frame, &rq->path, &h, body, rq->ip_id++);
-		d->options = 0;
+		used += raw_chain(p, idx + used, addr,
+				  wire_build(frame, &rq->path, &h, body, rq->ip_id++));
 		rq->seq++;
 	}
-	xsk_ring_prod__submit(&p->tx, want);
-	p->tx_pending += want;
+	xsk_ring_prod__submit(&p->tx, used);
+	p->tx_pending += used;
 	rq->submitted += want;
 	return want;
 }
@@ -939,14 +972,48 @@ static int raw_write_ready(struct raw_run *r)
 	return raw_mark_write(r, RAW_READY, text);
 }
 
-/* Every check one frame must pass; false counts it bad (or foreign) and keeps it out. */
-static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t *frame,
-			 uint32_t len, struct wire_pkt *out)
+/* memcmp of p's body, wherever its pieces lie, against ref. */
+static int raw_body_cmp(const struct wire_pkt *p, const uint8_t *ref)
+{
+	uint32_t left, n, i;
+
+	if (!p->rest) {
+		return memcmp(p->body, ref, p->h.len);
+	}
+	if (memcmp(p->body, ref, p->body_here)) {
+		return 1;
+	}
+	ref += p->body_here;
+	left = p->h.len - p->body_here;
+	for (i = 1; left && i < p->rest->n; i++) {
+		n = p->rest->len[i] < left ? p->rest->len[i] : left;
+		if (memcmp(p->rest->at[i], ref, n)) {
+			return 1;
+		}
+		ref += n;
+		left -= n;
+	}
+	return 0;
+}
+
+/*
+ * Every check one packet (its pieces in pk) must pass; false counts it bad (or foreign) and
+ * keeps it out. A chain parses where it lies, as the engine's receive parses it.
+ */
+static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const struct wire_pieces *pk,
+			 struct wire_pkt *out)
 {
 	struct wire_pkt pkt;
+	enum wire_err err;
+	bool join = false;
 	uint64_t seq;
 
-	if (wire_parse(frame, len, &pkt) != WIRE_OK || pkt.h.type != HARP_PKT_DATA || !pkt.h.len) {
+	err = pk->n == 1 ? wire_parse(pk->at[0], pk->len[0], &pkt) :
+			   wire_parse_pieces(pk, &pkt, &join);
+	if (join) { /* raw sends only DATA: a chain that does not parse in place is bad */
+		err = WIRE_ERR_LEN;
+	}
+	if (err != WIRE_OK || pkt.h.type != HARP_PKT_DATA || !pkt.h.len) {
 		rq->bad++;
 		return false;
 	}
@@ -964,7 +1031,7 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t 
 	}
 	seq = pkt.h.offset / pkt.h.len;
 	if ((uint32_t)seq != pkt.h.psn ||
-	    memcmp(pkt.body, r->pattern + raw_pattern_off(seq, rq->index), pkt.h.len)) {
+	    raw_body_cmp(&pkt, r->pattern + raw_pattern_off(seq, rq->index))) {
 		rq->bad++;
 		return false;
 	}
@@ -982,32 +1049,28 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const uint8_t 
 static void raw_echo(struct raw_run *r, struct raw_queue *rq, const struct wire_pkt *in)
 {
 	struct xsk_port *p = &rq->port;
+	uint32_t pieces = xsk_port_tx_pieces(p, HARP_FRAME_OVERHEAD + in->h.len), idx, used;
 	struct wire_path back;
-	struct xdp_desc *d;
 	uint64_t addr = 0;
 	uint8_t *frame;
-	uint32_t idx;
 
 	xsk_port_reclaim(p);
-	if (!p->pool.free || xsk_ring_prod__reserve(&p->tx, 1, &idx) != 1) {
+	if (!xsk_port_txpool(p)->free || xsk_ring_prod__reserve(&p->tx, pieces, &idx) != pieces) {
 		rq->echo_dropped++;
 		return;
 	}
-	frame_pool_get(&p->pool, &addr, 1);
+	frame_pool_get(xsk_port_txpool(p), &addr, 1);
 	frame = xsk_port_frame(p, addr);
-	memcpy(frame + HARP_FRAME_OVERHEAD, in->body, in->h.len);
+	wire_body_copy(frame + HARP_FRAME_OVERHEAD, in);
 	memcpy(back.src_mac, r->ifi.mac, 6);
 	memcpy(back.dst_mac, in->src_mac, 6);
 	back.src_ip = in->dst_ip;
 	back.dst_ip = in->src_ip;
 	back.src_port = in->dst_port;
 	back.dst_port = in->src_port;
-	d = xsk_ring_prod__tx_desc(&p->tx, idx);
-	d->addr = addr;
-	d->len = wire_build(frame, &back, &in->h, in->h.len, rq->ip_id++);
-	d->options = 0;
-	xsk_ring_prod__submit(&p->tx, 1);
-	p->tx_pending++;
+	used = raw_chain(p, idx, addr, wire_build(frame, &back, &in->h, in->h.len, rq->ip_id++));
+	xsk_ring_prod__submit(&p->tx, used);
+	p->tx_pending += used;
 	rq->echoed++;
 }
 
@@ -1019,7 +1082,8 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 {
 	struct xsk_port *p = &rq->port;
 	uint32_t idx_rx, n, i, total = 0;
-	int round;
+	struct wire_pieces pk;
+	int round, k;
 
 	xsk_port_wake_rx(p);
 	for (round = 0; round < RAW_RX_ROUNDS; round++) {
@@ -1027,22 +1091,32 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 		if (!n) {
 			break;
 		}
-		for (i = 0; i < n; i++) {
-			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx_rx + i);
-			const uint8_t *f = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
+		for (i = 0; i < n; i += (uint32_t)(k < 0 ? -k : k)) {
 			struct wire_pkt pkt;
 
+			k = xsk_port_gather(p, idx_rx + i, n - i, XSK_SLOT_BYTES + 64, &pk);
+			if (k == 0) {
+				break; /* the chain's end in the next peek */
+			}
+			if (k < 0) {
+				rq->bad++;
+				continue;
+			}
 			/* the client's ping-pong receives only echoes: rx_seq says which came back */
-			if (raw_rx_check(r, rq, f, d->len, &pkt) && r->o.server) {
+			if (raw_rx_check(r, rq, &pk, &pkt) && r->o.server) {
 				rq->frames++;
 				if (pkt.h.tag == RAW_TAG_ECHO) {
-					raw_echo(r, rq, &pkt); /* before its frame goes back to the fill ring */
+					raw_echo(r, rq, &pkt); /* before its frames go back to the fill ring */
 				}
 			}
 		}
-		xsk_port_refill(p, idx_rx, n);
-		xsk_ring_cons__release(&p->rx, n);
-		total += n;
+		if (i < n) {
+			xsk_ring_cons__cancel(&p->rx, n - i);
+			p->rx.cached_prod = __atomic_load_n(p->rx.producer, __ATOMIC_ACQUIRE);
+		}
+		xsk_port_refill(p, idx_rx, i);
+		xsk_ring_cons__release(&p->rx, i);
+		total += i;
 		if (n < RAW_RX_BATCH) {
 			break;
 		}
@@ -1453,6 +1527,9 @@ int perf_raw_main(int argc, char **argv)
 	}
 	if (!err) {
 		err = raw_open(r);
+	}
+	if (!err) {
+		err = raw_frames(r);
 	}
 	if (!err) {
 		err = r->o.server ? raw_server(r) : raw_client(r);

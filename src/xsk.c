@@ -488,15 +488,17 @@ uint32_t xsk_port_reclaim(struct xsk_port *p)
 			for (i = 0; i < n; i++) {
 				if (addrs[i] < p->slot_base) {
 					frame_pool_put(&p->pool, &addrs[i], 1);
+					total++;
 				} else if (((addrs[i] - p->slot_base) & (XSK_SLOT_BYTES - 1)) <
 					   p->pool.frame_size) {
 					frame_pool_put(&p->slots, &addrs[i], 1);
+					total++;
 				}
 			}
 		} else if (n) {
 			frame_pool_put(&p->pool, addrs, n);
+			total += n;
 		}
-		total += n;
 	} while (n == ARRAY_SIZE(addrs));
 	return total;
 }

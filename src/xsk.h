@@ -141,7 +141,8 @@ void xsk_port_expect(struct xsk_port *p, uint64_t n);
 void xsk_port_wake_rx(struct xsk_port *p);
 /* With busy polling: runs the queue's NAPI poll once, here (a recvfrom that does not wait). */
 void xsk_port_busy_poll(struct xsk_port *p);
-/* Moves every transmitted frame on the completion ring back to the pool; returns how many. */
+/* Moves every transmitted frame on the completion ring back to its pool; returns how many packets
+ * completed (a chain counts once). */
 uint32_t xsk_port_reclaim(struct xsk_port *p);
 /* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */
 int xsk_port_kick(struct xsk_port *p);
