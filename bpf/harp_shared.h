@@ -21,7 +21,7 @@ enum harp_xdp_counter {
  * program records which rx queue each arrived on, in the probe_queues map, keyed by the
  * receiving connection. Only probes pay for this; other packets are not looked at past UDP.
  */
-#define HARP_XDP_WIRE_VERSION 2 /* HARP_WIRE_VERSION */
+#define HARP_XDP_WIRE_VERSION 3 /* HARP_WIRE_VERSION */
 #define HARP_XDP_PKT_PROBE 5	/* HARP_PKT_PROBE */
 #define HARP_XDP_PROBE_ENTRIES 4096
 

@@ -762,6 +762,9 @@ int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
 	st->srtt_us = c->rtt.srtt_us;
 	st->rto_us = c->rtt.rto_us;
 	st->auth = c->auth ? auth_algorithm(c->auth) : NULL;
+	st->pmtu = c->pmtu.ceiling ? c->pmtu.mtu : c->payload_max + HARP_IP4_HLEN + HARP_UDP_HLEN +
+								   HARP_HDR_LEN;
+	st->pmtu_ceiling = c->pmtu.ceiling;
 	return 0;
 }
 

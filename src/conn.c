@@ -109,6 +109,8 @@ void conn_free(struct harp_conn *c)
 	c->send_slots = NULL;
 }
 
+static void pmtu_use(struct harp_conn *c, uint32_t mtu);
+
 void conn_start(struct harp_conn *c, uint64_t now)
 {
 	/* Every clock starts here, on the adopting engine's now: a time read by the thread that
@@ -119,6 +121,14 @@ void conn_start(struct harp_conn *c, uint64_t now)
 	c->heard_ns = now;
 	c->probe.first_ns = now;
 	c->probe.next_ns = now;
+	if (c->pmtu.ceiling) {
+		struct conn_pmtu *pm = &c->pmtu;
+
+		pmtu_use(c, pm->ceiling < CONN_PMTU_BASE ? pm->ceiling : CONN_PMTU_BASE);
+		pm->lo = pm->mtu;
+		pm->hi = pm->ceiling + 1;
+		pm->next_ns = now;
+	}
 }
 
 static struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)
@@ -445,12 +455,234 @@ static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	return true;
 }
 
+/* ---- path MTU (conn_pmtu, conn.h) ------------------------------------------------------------ */
+
+static const uint8_t pmtu_padding[HARP_IP_MAX]; /* a PMTU probe's body */
+
+void conn_pmtu_init(struct harp_conn *c, uint32_t ceiling)
+{
+	c->pmtu.ceiling = ceiling;
+}
+
+/* Packets of mtu bytes of IP from now on: their payload, less a MAC trailer where there is one. */
+static void pmtu_use(struct harp_conn *c, uint32_t mtu)
+{
+	c->pmtu.mtu = mtu;
+	c->payload_max = mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
+			 (c->auth ? HARP_AUTH_TRAILER : 0);
+}
+
+static uint32_t pmtu_base(const struct conn_pmtu *pm)
+{
+	return pm->ceiling < CONN_PMTU_BASE ? pm->ceiling : CONN_PMTU_BASE;
+}
+
+static bool pmtu_searching(const struct conn_pmtu *pm)
+{
+	return pm->hi > pm->lo + CONN_PMTU_STEP;
+}
+
+static uint64_t pmtu_wait_ns(const struct harp_conn *c)
+{
+	uint64_t w = 4ull * c->rtt.srtt_us * 1000;
+
+	return w > CONN_PMTU_WAIT_MIN_NS ? w : CONN_PMTU_WAIT_MIN_NS;
+}
+
+bool conn_pmtu_due(const struct harp_conn *c, uint64_t now)
+{
+	const struct conn_pmtu *pm = &c->pmtu;
+
+	if (!pm->ceiling || !c->paths_live) {
+		return false;
+	}
+	if (pm->answer_due || (pm->probe && (!pm->tries || now - pm->sent_ns >= pmtu_wait_ns(c)))) {
+		return true;
+	}
+	return !pm->probe && now >= pm->next_ns && (pmtu_searching(pm) || pm->mtu < pm->ceiling);
+}
+
+/* Every unacked packet larger than the path now carries goes again, in parts. */
+static void queue_rtx(struct harp_conn *c, struct tx_rec *rec, uint32_t psn);
+static void pmtu_resend_large(struct harp_conn *c)
+{
+	uint32_t psn;
+
+	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
+		struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && !rec->dead && rec->len > c->payload_max) {
+			queue_rtx(c, rec, psn);
+		}
+	}
+}
+
+/* The probe in flight went unanswered CONN_PMTU_TRIES times. */
+static void pmtu_refused(struct harp_conn *c, uint64_t now)
+{
+	struct conn_pmtu *pm = &c->pmtu;
+
+	if (pm->confirming) {
+		/* the size in use no longer gets through: a black hole */
+		uint32_t was = pm->mtu;
+
+		c->stats.pmtu_drops++;
+		pm->hi = was;
+		pmtu_use(c, pmtu_base(pm));
+		pm->lo = pm->mtu;
+		pm->confirming = false;
+		pr_info("conn %u: the path no longer carries %u-byte packets; %u from now on, the "
+			"packets in flight sent again in parts, and the search starts over below %u",
+			c->id, was, pm->mtu, was);
+		pmtu_resend_large(c);
+	} else {
+		pm->hi = pm->probe;
+	}
+	pm->probe = 0;
+	pm->next_ns = pmtu_searching(pm) ? now : now + CONN_PMTU_RAISE_NS;
+}
+
+/* Picks the next size to ask about; false when the search is done (or waits). */
+static bool pmtu_next_size(struct conn_pmtu *pm, uint64_t now)
+{
+	uint32_t size;
+
+	if (now < pm->next_ns) {
+		return false;
+	}
+	if (!pmtu_searching(pm)) {
+		if (pm->mtu >= pm->ceiling) {
+			return false;
+		}
+		pm->lo = pm->mtu; /* a finished search looks up again, now and then */
+		pm->hi = pm->ceiling + 1;
+	}
+	size = pm->hi == pm->ceiling + 1 ? pm->ceiling : ((pm->lo + pm->hi) / 2) & ~3u;
+	if (size <= pm->lo) {
+		pm->hi = pm->lo + 1;
+		pm->next_ns = now + CONN_PMTU_RAISE_NS;
+		return false;
+	}
+	pm->probe = size;
+	pm->tries = 0;
+	pm->id++;
+	return true;
+}
+
+/* The next PMTU probe, or the answer to the peer's, if one is due. */
+static bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
+{
+	struct conn_pmtu *pm = &c->pmtu;
+	struct harp_hdr *h = &tx->h;
+	int path;
+
+	if (!pm->ceiling || !c->paths_live) {
+		return false;
+	}
+	if (pm->answer_due) {
+		path = any_path(c);
+		unreliable_hdr(c, h, HARP_PKT_PMTU_ACK, now);
+		h->tag = pm->answer_id;
+		h->msg_len = pm->answer_size;
+		tx->payload = NULL;
+		pm->answer_due = false;
+		goto out;
+	}
+	if (pm->probe && pm->tries && now - pm->sent_ns < pmtu_wait_ns(c)) {
+		return false;
+	}
+	if (pm->probe && pm->tries >= CONN_PMTU_TRIES) {
+		pmtu_refused(c, now);
+	}
+	if (!pm->probe && !pmtu_next_size(pm, now)) {
+		return false;
+	}
+	path = any_path(c);
+	unreliable_hdr(c, h, HARP_PKT_PMTU, now);
+	h->tag = pm->id;
+	h->msg_len = pm->probe;
+	h->len = (uint16_t)(pm->probe - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
+			    (c->auth ? HARP_AUTH_TRAILER : 0));
+	tx->payload = pmtu_padding;
+	pm->tries++;
+	pm->sent_ns = now;
+	c->stats.pmtu_probes++;
+out:
+	tx->src_port = c->paths[path].src_port;
+	tx->dst_port = c->paths[path].dst_port;
+	tx->twin_src_port = 0;
+	tx->twin_dst_port = 0;
+	return true;
+}
+
+/* The peer's answer: the path carried a probe of size bytes. */
+static void pmtu_on_ack(struct harp_conn *c, uint32_t id, uint64_t size, uint64_t now)
+{
+	struct conn_pmtu *pm = &c->pmtu;
+
+	if (!pm->probe || id != pm->id || size != pm->probe) {
+		return; /* an old probe's, or none we sent */
+	}
+	if (!pm->confirming) {
+		pm->lo = pm->probe;
+		if (pm->probe > pm->mtu) {
+			pmtu_use(c, pm->probe);
+		}
+	}
+	pm->confirming = false;
+	pm->probe = 0;
+	pm->next_ns = pmtu_searching(pm) ? now : now + CONN_PMTU_RAISE_NS;
+}
+
+/*
+ * A timeout with packets above the base in flight: does the path still carry the size in use?
+ * (A search probe in flight asks about more, and is left to finish.)
+ */
+static void pmtu_suspect(struct harp_conn *c)
+{
+	struct conn_pmtu *pm = &c->pmtu;
+
+	if (pm->ceiling && pm->mtu > pmtu_base(pm) && !pm->probe) {
+		pm->probe = pm->mtu;
+		pm->confirming = true;
+		pm->tries = 0;
+		pm->id++;
+	}
+}
+
+/* Receiver: the slot of psn's parts, a new one for parts of it, or -1. */
+static int seg_slot(struct harp_conn *c, uint32_t psn, uint16_t parts)
+{
+	int i, free_slot = -1;
+
+	for (i = 0; i < (int)ARRAY_SIZE(c->pmtu.segs); i++) {
+		if (c->pmtu.segs[i].parts && c->pmtu.segs[i].psn == psn) {
+			return i;
+		}
+		if (!c->pmtu.segs[i].parts && free_slot < 0) {
+			free_slot = i;
+		}
+	}
+	if (parts && free_slot >= 0) {
+		c->pmtu.segs[free_slot].psn = psn;
+		c->pmtu.segs[free_slot].parts = parts;
+		c->pmtu.segs[free_slot].got = 0;
+	}
+	return parts ? free_slot : -1;
+}
+
 bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
 	struct harp_hdr *h = &tx->h;
 
-	if (!c->port_span || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		return false;
+	}
+	if (pmtu_next(c, tx, now)) {
+		return true;
+	}
+	if (!c->port_span) {
 		return false;
 	}
 	if (next_steer(c, tx, now)) {
@@ -1263,6 +1495,32 @@ static void rcv_bit_set(struct harp_conn *c, uint32_t psn, bool on)
 	}
 }
 
+/*
+ * One part of a packet the peer cut again (HARP_DATA_F_SEG): its bytes placed. Returns 0 when it
+ * was the last part (the psn now counts as received), 1 when parts are still to come, 2 when it
+ * is not taken (a part already here, or no slot free: the peer sends it again), or a negative
+ * errno from deliver().
+ */
+static int deliver_part(struct harp_conn *c, const struct wire_pkt *p)
+{
+	uint16_t parts = p->h.seg >> 8, part = p->h.seg & 0xff;
+	int k = seg_slot(c, p->h.psn, parts), err;
+
+	if (k < 0 || c->pmtu.segs[k].parts != parts || (c->pmtu.segs[k].got & (1u << part))) {
+		return 2;
+	}
+	err = deliver(c, p);
+	if (err) {
+		return err;
+	}
+	c->pmtu.segs[k].got |= (uint16_t)(1u << part);
+	if (c->pmtu.segs[k].got != (uint16_t)((1u << parts) - 1)) {
+		return 1;
+	}
+	c->pmtu.segs[k].parts = 0;
+	return 0;
+}
+
 void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 {
 	const struct harp_hdr *h = &p->h;
@@ -1280,6 +1538,16 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 			c->ack_due = c->ack_now = c->ack_twin = true;
 			c->ack_due_ns = now;
 		}
+		return;
+	}
+	if (h->type == HARP_PKT_PMTU) {
+		c->pmtu.answer_due = true; /* the latest one is answered */
+		c->pmtu.answer_id = h->tag;
+		c->pmtu.answer_size = (uint32_t)h->msg_len;
+		return;
+	}
+	if (h->type == HARP_PKT_PMTU_ACK) {
+		pmtu_on_ack(c, h->tag, h->msg_len, now);
 		return;
 	}
 	on_ack(c, h->ack_psn, NULL, 0, h->ts_echo, now);
@@ -1303,7 +1571,23 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		c->ack_now = c->ack_twin = true;
 		return;
 	}
-	err = deliver(c, p);
+	if (h->type == HARP_PKT_DATA &&
+	    !(h->flags & HARP_DATA_F_SEG) && seg_slot(c, psn, 0) >= 0) {
+		/* the whole packet, after parts of it: its bytes would count twice */
+		c->stats.rx_duplicates++;
+		return;
+	}
+	err = (h->flags & HARP_DATA_F_SEG) && h->type == HARP_PKT_DATA ? deliver_part(c, p) :
+									 deliver(c, p);
+	if (err == 1) {
+		c->last_ts = h->ts;
+		return; /* a part: the psn counts once every part is in */
+	}
+	if (err == 2) {
+		c->stats.rx_duplicates++;
+		c->ack_now = true;
+		return;
+	}
 	if (err) {
 		pr_err("conn %u: packet type %u psn %u for receive %u buffer %u breaks the protocol; "
 		       "failing the connection",
@@ -1459,6 +1743,7 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 	}
 	/* Timeout: everything unacknowledged goes again, from a collapsed window. */
 	c->stats.timeouts++;
+	pmtu_suspect(c);
 	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
 		struct tx_rec *rec = rec_of(c, psn);
 
@@ -1676,6 +1961,40 @@ bool conn_tx_pending(const struct harp_conn *c)
 	return reliable_waiting(c) || (c->port_span && c->paths_live < c->paths_want);
 }
 
+/* tx, a whole packet's header, made into its next part. */
+static void seg_cut(struct harp_conn *c, struct conn_seg_out *so, struct conn_tx *tx)
+{
+	uint32_t off = (uint32_t)so->next * so->part_len;
+	uint32_t len = tx->h.len - off < so->part_len ? tx->h.len - off : so->part_len;
+
+	tx->h.offset += off;
+	tx->h.len = (uint16_t)len;
+	tx->payload += off;
+	tx->h.flags |= HARP_DATA_F_SEG;
+	tx->h.seg = (uint16_t)(so->parts << 8 | so->next);
+	if (++so->next == so->parts) {
+		so->active = false;
+	}
+	c->stats.seg_parts++;
+}
+
+/* The next part of the packet going out in parts; false when it needs none any more (acked). */
+static bool seg_part(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
+{
+	struct conn_seg_out *so = &c->seg_out;
+	struct tx_rec *rec = rec_of(c, so->psn);
+
+	if (rec->acked || rec->dead || psn_before(so->psn, c->snd_una)) {
+		so->active = false;
+		return false;
+	}
+	header_of(c, rec, so->psn, tx, now);
+	tx->src_port = so->src_port;
+	tx->dst_port = so->dst_port;
+	seg_cut(c, so, tx);
+	return true;
+}
+
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct tx_rec *rec;
@@ -1685,6 +2004,9 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
+	}
+	if (c->seg_out.active && seg_part(c, tx, now)) {
+		return true;
 	}
 	if (!reliable_waiting(c)) {
 		return false; /* nothing to send: no need to look for a path */
@@ -1736,6 +2058,20 @@ send:
 	header_of(c, rec, psn, tx, now);
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
+	if (rec->type == HARP_PKT_DATA && rec->len > c->payload_max) {
+		/* cut before the path MTU fell: it goes in parts, this the first */
+		struct conn_seg_out *so = &c->seg_out;
+		uint32_t parts = (rec->len + c->payload_max - 1) / c->payload_max;
+
+		so->active = true;
+		so->psn = psn;
+		so->parts = (uint16_t)(parts < HARP_SEG_MAX ? parts : HARP_SEG_MAX);
+		so->part_len = (rec->len + so->parts - 1) / so->parts;
+		so->next = 0;
+		so->src_port = tx->src_port;
+		so->dst_port = tx->dst_port;
+		seg_cut(c, so, tx);
+	}
 	if (c->ack_due && !c->sacked_pending) {
 		/* The cumulative ack this packet carries says all an ACK would: none is due now. */
 		c->ack_due = false;

@@ -140,6 +140,52 @@ struct conn_path {
 	uint32_t acked;		 /* packets acked since the last loss count was aged */
 };
 
+/*
+ * Path MTU, found by probing (packetization-layer PMTU discovery, RFC 8899's way, on harp's own
+ * packets). The handshake gives the ceiling: the smaller of the two interfaces' MTUs. Packets
+ * start at CONN_PMTU_BASE (or the ceiling, if lower), and PMTU probes padded to a size ask
+ * whether the path carries it: the ceiling first, then a binary search between the largest size
+ * answered and the smallest that was not (CONN_PMTU_TRIES probes each). A retransmission
+ * timeout with packets above the base makes it probe the size in use again: unanswered, the
+ * path has shrunk (a black hole), packets fall to the base, the ones in flight are sent again
+ * in parts (HARP_DATA_F_SEG), and the search starts over below the old size. A finished search
+ * looks up again after CONN_PMTU_RAISE_NS.
+ */
+#define CONN_PMTU_BASE 1500u
+#define CONN_PMTU_TRIES 3
+#define CONN_PMTU_WAIT_MIN_NS 20000000ull /* a probe's answer is waited for at least this */
+#define CONN_PMTU_RAISE_NS 600000000000ull
+#define CONN_PMTU_STEP 32 /* the search stops when its bounds are this close */
+struct conn_pmtu {
+	uint32_t ceiling; /* the handshake's MTU; 0: not managed (payload_max set by hand) */
+	uint32_t mtu;	  /* IP MTU the connection's packets use now */
+	uint32_t lo, hi;  /* the search: lo was carried, hi was not (ceiling + 1: not known) */
+	uint32_t probe;	  /* the size a probe in flight asks about; 0: none */
+	uint32_t id;	  /* that probe's number */
+	uint8_t tries;
+	bool confirming;  /* it asks about mtu itself: a suspected black hole */
+	uint64_t sent_ns; /* when it last went */
+	uint64_t next_ns; /* when the next search step may start */
+	/* receiver: the peer's latest probe, to answer */
+	bool answer_due;
+	uint32_t answer_id, answer_size;
+	/* parts the peer sent of packets it cut again, by psn (receiver) */
+	struct {
+		uint32_t psn;
+		uint16_t parts; /* 0: slot free */
+		uint16_t got;	/* bit per part */
+	} segs[16];
+};
+
+/* A packet the path MTU shrank under, going out in parts: which, and how far. */
+struct conn_seg_out {
+	bool active;
+	uint32_t psn;
+	uint16_t next, parts;
+	uint32_t part_len;
+	uint16_t src_port, dst_port;
+};
+
 /* The probe round in progress: candidate port pairs sent, and when to try again. */
 struct conn_probe {
 	uint32_t round;
@@ -279,6 +325,8 @@ struct harp_conn {
 	uint16_t peer_port_lo; /* the peer's (destination ports), from its hello */
 	uint16_t peer_port_span;
 	struct conn_probe probe;
+	struct conn_pmtu pmtu;
+	struct conn_seg_out seg_out;
 	/* receiver */
 	uint32_t rcv_nxt;
 	uint64_t *rcv_bits; /* CONN_TXQ bits: psn received, from rcv_nxt on */
@@ -338,6 +386,10 @@ void conn_on_peer_data(struct harp_conn *c, uint16_t local_port, uint16_t peer_p
 		       uint64_t now);
 /* Whether a round of STEERs is due (conn_next_probe sends them). */
 bool conn_steer_due(const struct harp_conn *c, uint64_t now);
+/* Whether a PMTU probe or answer is due (conn_next_probe sends them). */
+bool conn_pmtu_due(const struct harp_conn *c, uint64_t now);
+/* The handshake's MTU (the smaller interface's): path MTU discovery searches up to it. */
+void conn_pmtu_init(struct harp_conn *c, uint32_t ceiling);
 /* Does a pending request read or write [addr, addr+len)? */
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */

@@ -360,6 +360,7 @@ static void apply_hello(struct harp_conn *c, const struct hello *h)
 	c->peer_port_lo = ntohs(h->udp_port);
 	c->peer_port_span = ntohs(h->port_count);
 	c->payload_max = (uint32_t)(mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	conn_pmtu_init(c, (uint32_t)mtu);
 }
 
 static int local_address(struct harp_conn *c)

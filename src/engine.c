@@ -969,7 +969,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 			    atomic_load_explicit(&c->fail_err, memory_order_relaxed) == -ETIMEDOUT) {
 				explain_silence(e, now);
 			}
-			if (conn_tx_pending(c) || conn_steer_due(c, now)) {
+			if (conn_tx_pending(c) || conn_steer_due(c, now) || conn_pmtu_due(c, now)) {
 				tx_list_add(e, c); /* a retransmission, a probe round, a STEER round, or a
 						    * safety net */
 			}

@@ -140,7 +140,7 @@ static void hdr_to_net(struct harp_hdr *n, const struct harp_hdr *h)
 	n->len = htons(h->len);
 	n->flags = htons(h->flags);
 	n->trailer = htons(h->trailer);
-	n->reserved = htons(h->reserved);
+	n->seg = htons(h->seg);
 }
 
 static void hdr_from_net(struct harp_hdr *h, const struct harp_hdr *n)
@@ -159,7 +159,7 @@ static void hdr_from_net(struct harp_hdr *h, const struct harp_hdr *n)
 	h->len = ntohs(n->len);
 	h->flags = ntohs(n->flags);
 	h->trailer = ntohs(n->trailer);
-	h->reserved = ntohs(n->reserved);
+	h->seg = ntohs(n->seg);
 }
 
 void wire_put_record(uint8_t *record, const struct harp_hdr *h)
@@ -254,13 +254,28 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 		    (h->offset || h->len != h->msg_len || h->len > HARP_UNSOL_MAX_BYTES)) {
 			return WIRE_ERR_LEN; /* an unsolicited message is small and whole */
 		}
+		if ((h->flags & HARP_DATA_F_SEG) &&
+		    ((h->flags & HARP_DATA_F_UNSOL) || (h->seg >> 8) < 2 ||
+		     (h->seg >> 8) > HARP_SEG_MAX || (h->seg & 0xff) >= (h->seg >> 8))) {
+			return WIRE_ERR_LEN; /* a part: of 2 to HARP_SEG_MAX, never unsolicited */
+		}
 		return WIRE_OK;
+	case HARP_PKT_PMTU: {
+		/* its padding (and a MAC trailer, if any) makes it the size it asks about */
+		uint64_t ip = (uint64_t)h->len + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN;
+
+		return h->msg_len <= HARP_IP_MAX &&
+				       (h->msg_len == ip || h->msg_len == ip + HARP_AUTH_TRAILER) ?
+			       WIRE_OK :
+			       WIRE_ERR_LEN;
+	}
 	case HARP_PKT_ACK:
 		return h->len <= HARP_SACK_MAX_BYTES ? WIRE_OK : WIRE_ERR_LEN;
 	case HARP_PKT_CTS:
 	case HARP_PKT_MSGERR:
 	case HARP_PKT_PROBE:
 	case HARP_PKT_STEER:
+	case HARP_PKT_PMTU_ACK:
 		return h->len == 0 ? WIRE_OK : WIRE_ERR_LEN;
 	default:
 		return WIRE_ERR_TYPE;

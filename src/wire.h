@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#define HARP_WIRE_VERSION 2
+#define HARP_WIRE_VERSION 3
 #define HARP_ETH_HLEN 14
 #define HARP_VLAN_HLEN 4
 #define HARP_IP4_HLEN 20
@@ -33,6 +33,12 @@
 /* DATA flags: unsolicited, sent before the receive's CTS reached the sender: rsn holds the
  * send's sequence number, and the record is the whole message (offset 0, len = msg_len) */
 #define HARP_DATA_F_UNSOL 0x0002
+/* DATA flags: one part of a packet sent again in parts after its path MTU fell below it: seg
+ * holds (parts << 8 | this part); the receiver takes the psn once it has every part */
+#define HARP_DATA_F_SEG 0x0004
+#define HARP_SEG_MAX 16 /* parts a packet may go in */
+/* The largest IP packet harp sends (a multi-buffer slot less the Ethernet header). */
+#define HARP_IP_MAX 16370
 /* The largest unsolicited message: what the receiver holds until its receive is posted. */
 #define HARP_UNSOL_MAX_BYTES 256
 /* An authenticated connection's frames end in a 64-bit frame counter and a 16-byte MAC. */
@@ -48,13 +54,18 @@ enum harp_pkt_type {
 	HARP_PKT_PROBE = 5,  /* unreliable: does this port pair reach the connection's queue? */
 	HARP_PKT_STEER = 6,  /* unreliable, ignored on arrival: sent on a port pair the peer's probe
 			      * proved, so that a host's tap (tun) keeps steering it to this queue */
-	HARP_PKT_TYPE_MAX = 6,
+	HARP_PKT_PMTU = 7,   /* unreliable: an IP packet of msg_len bytes (padding after the
+			      * header): does the path carry that size? tag: the probe's number */
+	HARP_PKT_PMTU_ACK = 8, /* unreliable: the PMTU probe tag of msg_len bytes arrived */
+	HARP_PKT_TYPE_MAX = 8,
 };
 
-/* A PROBE or a STEER travels alone in its frame: the XDP program reads only the first header. */
+/* These travel alone in their frame: the XDP program reads only the first header of a PROBE or
+ * STEER, and a PMTU probe's size is the question. */
 static inline bool wire_alone(uint8_t type)
 {
-	return type == HARP_PKT_PROBE || type == HARP_PKT_STEER;
+	return type == HARP_PKT_PROBE || type == HARP_PKT_STEER || type == HARP_PKT_PMTU ||
+	       type == HARP_PKT_PMTU_ACK;
 }
 
 /* Every packet carries this, after the UDP header. */
@@ -78,7 +89,7 @@ struct harp_hdr {
 	uint16_t flags;	  /* ACK: HARP_ACK_F_*; DATA: HARP_DATA_F_*; otherwise zero */
 	uint16_t trailer; /* first record: bytes after the frame's records (HARP_AUTH_TRAILER: a
 			   * MAC), 0: none; later records: 0 */
-	uint16_t reserved;
+	uint16_t seg;	  /* DATA with HARP_DATA_F_SEG: parts << 8 | this part; otherwise 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");
 

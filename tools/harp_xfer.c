@@ -613,7 +613,7 @@ static void report(struct run *r, double secs, int rc)
 	struct harp_queue_stats qs, qsum = { 0 };
 	struct harp_ctx_info info;
 	struct rusage ru;
-	uint32_t paths_min = UINT32_MAX, paths_max = 0;
+	uint32_t paths_min = UINT32_MAX, paths_max = 0, pmtu_min = UINT32_MAX, pmtu_max = 0;
 	const char *auth_name = "none";
 	int auth_conns = 0;
 	double cpu;
@@ -643,6 +643,11 @@ static void report(struct run *r, double secs, int rc)
 				auth_name = cs.auth;
 			}
 			paths_min = cs.paths < paths_min ? cs.paths : paths_min;
+			pmtu_min = cs.pmtu < pmtu_min ? cs.pmtu : pmtu_min;
+			pmtu_max = cs.pmtu > pmtu_max ? cs.pmtu : pmtu_max;
+			sum.pmtu_probes += cs.pmtu_probes;
+			sum.pmtu_drops += cs.pmtu_drops;
+			sum.seg_parts += cs.seg_parts;
 			paths_max = cs.paths > paths_max ? cs.paths : paths_max;
 		}
 	}
@@ -718,6 +723,10 @@ static void report(struct run *r, double secs, int rc)
 	       qsum.xdp_no_socket);
 	printf("fill_depth=%" PRIu64 "\nfill_grows=%" PRIu64 "\nrx_kicks=%" PRIu64 "\n",
 	       qsum.fill_depth, qsum.fill_grows, qsum.rx_kicks);
+	printf("pmtu_min=%u\npmtu_max=%u\npmtu_probes=%" PRIu64 "\npmtu_drops=%" PRIu64
+	       "\nseg_parts=%" PRIu64 "\n",
+	       pmtu_min == UINT32_MAX ? 0 : pmtu_min, pmtu_max, sum.pmtu_probes, sum.pmtu_drops,
+	       sum.seg_parts);
 	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\nprobes_sent=%" PRIu64
 	       "\nrx_probes=%" PRIu64 "\nxdp_probes=%" PRIu64 "\nxdp_probe_no_socket=%" PRIu64
 	       "\nrandom_losses=%" PRIu64 "\npings=%" PRIu64 "\nprobes_pair_taken=%" PRIu64

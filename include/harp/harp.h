@@ -217,6 +217,11 @@ struct harp_conn_stats {
 	uint64_t probes_pair_taken; /* confirmed probes whose port pair another engine here
 				     * took first: not used */
 	uint64_t steers_sent; /* STEER frames sent on the peer's paths to us (conn_steer) */
+	uint32_t pmtu;	      /* IP MTU its packets use now (path MTU discovery) */
+	uint32_t pmtu_ceiling; /* the smaller of the two interfaces' MTUs */
+	uint64_t pmtu_probes;  /* PMTU probes sent */
+	uint64_t pmtu_drops;   /* times the path was found to carry less than the size in use */
+	uint64_t seg_parts;    /* parts sent of packets cut again after the path MTU fell */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

@@ -25,6 +25,10 @@
 #     --expect-mtu N        fail unless both sides ran at IP MTU N
 #     --env NAME=VALUE      set NAME for both harp-xfer sides (a HARP_* setting)
 #     --expect-key KEY      fail unless both sides report KEY=N with N > 0
+#     --hop-mtu N           M's two interfaces carry N bytes (A and B keep --mtu): a middle hop
+#                           with a smaller MTU, which drops larger frames without a word
+#     --hop-mtu-at SEC:N    the same, SEC seconds after the client starts (a path that shrinks)
+#     --expect-pmtu N       fail unless both sides ended with every connection at path MTU N
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -37,14 +41,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,32s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
 auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu=""
 limit=""
-envs=() expect_keys=()
+envs=() expect_keys=() hop_mtu="" hop_mtu_at="" expect_pmtu=""
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -61,6 +65,9 @@ while (($#)); do
 	--expect-mtu) expect_mtu=${2:?} && shift ;;
 	--env) envs+=("${2:?}") && shift ;;
 	--expect-key) expect_keys+=("${2:?}") && shift ;;
+	--hop-mtu) hop_mtu=${2:?} && shift ;;
+	--hop-mtu-at) hop_mtu_at=${2:?} && shift ;;
+	--expect-pmtu) expect_pmtu=${2:?} && shift ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
@@ -118,6 +125,19 @@ none)
 	fi
 	;;
 esac
+# hop_mtu N: M's interfaces carry N bytes from now on
+hop_mtu() {
+	ns_exec "$ns_m" ip link set "$if_ma" mtu "$1" &&
+		ns_exec "$ns_m" ip link set "$if_mb" mtu "$1" &&
+		echo "xfer: the middle hop carries $1 bytes from now on"
+}
+if [[ -n $hop_mtu$hop_mtu_at && $hop == none ]]; then
+	echo "xfer: --hop-mtu and --hop-mtu-at need --hop" >&2
+	exit 2
+fi
+if [[ -n $hop_mtu ]]; then
+	hop_mtu "$hop_mtu" || exit
+fi
 echo "xfer: topology=$([[ $hop == none ]] && echo pair || echo hop) hop=$hop mtu=$mtu" \
 	"queues=$queues limit=${limit}s args=${harp_args[*]}"
 
@@ -144,6 +164,10 @@ spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
 	--handle-file "$handle" "${harp_args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
 server_pid=$spawned_pid
 pids+=("$server_pid")
+if [[ -n $hop_mtu_at ]]; then
+	(sleep "${hop_mtu_at%%:*}" && hop_mtu "${hop_mtu_at#*:}") &
+	pids+=("$!")
+fi
 spawn_bounded "$limit" ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
 	--handle-file "$handle" "${harp_args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
 client_pid=$spawned_pid
@@ -274,6 +298,14 @@ for key in "${expect_keys[@]}"; do
 		((${n:-0} > 0)) || report "$side: $key=${n:-missing}, expected > 0"
 	done
 done
+if [[ -n $expect_pmtu ]]; then
+	for side in server client; do
+		for key in pmtu_min pmtu_max; do
+			grep -qx "$key=$expect_pmtu" "$tmp/$side.out" ||
+				report "$side: expected $key=$expect_pmtu, got $(grep -x "$key=.*" "$tmp/$side.out")"
+		done
+	done
+fi
 if [[ -n $expect_mtu ]]; then
 	for side in server client; do
 		grep -qx "mtu=$expect_mtu" "$tmp/$side.out" ||

@@ -220,6 +220,9 @@ static void side_fini(struct side *s)
 	free(s->rx.ring);
 }
 
+/* The kernel drops frames longer than this on the way (a smaller MTU in the middle); 0: none. */
+static uint32_t wire_drop_above;
+
 /* One RX descriptor on to's ring: len bytes at offset off of frame addr, CONTD or not. */
 static void rx_desc_put(struct side *to, uint64_t addr, uint32_t len, bool contd)
 {
@@ -300,7 +303,7 @@ static int wire_move(struct side *from, struct side *to, int drop_after)
 			from->comp.producer++;
 			from->tx.consumer++;
 		} while (more);
-		if (drop_after < 0 || moved < drop_after) {
+		if ((drop_after < 0 || moved < drop_after) && (!wire_drop_above || len <= wire_drop_above)) {
 			rx_packet(to, pkt, len, -1);
 		}
 		moved++;
@@ -324,7 +327,9 @@ struct world {
 	struct side a, b;
 	int npairs;
 	uint32_t payload; /* each connection's payload_max */
+	uint32_t ceiling; /* path MTU discovery up to this (conn_pmtu_init); 0: none */
 };
+
 
 /* Pair i: a.conns[i] and b.conns[i], one path, no probing, handed to their engines. */
 static void pair_open(struct world *w, int i)
@@ -343,6 +348,9 @@ static void pair_open(struct world *w, int i)
 		c->peer_id = c->id;
 		c->token = 0x0123456789abcdefull;
 		c->payload_max = w->payload;
+		if (w->ceiling) {
+			conn_pmtu_init(c, w->ceiling);
+		}
 		c->path.src_ip = htonl(0xc6120001u + (uint32_t)k);
 		c->path.dst_ip = htonl(0xc6120002u - (uint32_t)k);
 		c->ctrl_fd = eventfd(0, EFD_CLOEXEC);
@@ -385,6 +393,7 @@ static int teardown(void **state)
 {
 	struct world *w = *state;
 
+	wire_drop_above = 0;
 	side_fini(&w->a);
 	side_fini(&w->b);
 	free(w);
@@ -768,6 +777,100 @@ static void test_chain_limits(void **state)
 	free(r);
 }
 
+/* Both engines and the wire, until done() holds or max_ms of real time (the PMTU timers'). */
+static void run_for(struct world *w, bool (*done)(struct world *), int max_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)max_ms * 1000000;
+
+	while (now_ns() < end) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, -1);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+		if (done(w)) {
+			return;
+		}
+	}
+	fail_msg("not done after %d ms", max_ms);
+}
+
+static bool searched(struct world *w)
+{
+	const struct conn_pmtu *pm = &w->a.conns[0].pmtu;
+
+	return pm->mtu && !pm->probe && pm->hi <= pm->lo + CONN_PMTU_STEP;
+}
+
+static struct harp_req *pmtu_s, *pmtu_r;
+static bool both_done(struct world *w)
+{
+	(void)w;
+	return atomic_load(&pmtu_s->state) != REQ_PENDING &&
+	       atomic_load(&pmtu_r->state) != REQ_PENDING;
+}
+
+/*
+ * Path MTU discovery over the fake wire, 9000-byte interfaces: with a 1500-byte hop between
+ * them, the search ends at 1500 and packets stay there; on a clean path it reaches 9000 in one
+ * probe; and when the path then shrinks to 1500 under a transfer, the size in use is found
+ * refused, packets fall to 1500, and those in flight go again in parts: the message arrives
+ * byte-exact.
+ */
+static void test_pmtu(void **state)
+{
+	struct world *w = *state;
+	size_t len = 2000 * 1000, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	w->ceiling = 9000;
+	wire_drop_above = HARP_ETH_HLEN + 1500;
+	pair_open(w, 0);
+	run_for(w, searched, 3000);
+	assert_int_equal(a->pmtu.mtu, 1500);
+	assert_int_equal(a->payload_max, 1500 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	assert_true(a->stats.pmtu_probes >= 3 * 8); /* 9000, then halving towards 1500 */
+	assert_int_equal(a->stats.pmtu_drops, 0);
+
+	/* a clean path: a new pair finds 9000 at once */
+	wire_drop_above = 0;
+	pair_open(w, 1);
+	a = &w->a.conns[1];
+	b = &w->b.conns[1];
+	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, -1);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+	}
+	assert_int_equal(a->pmtu.mtu, 9000);
+	assert_int_equal(a->stats.pmtu_probes, 1);
+
+	/* and then it shrinks, with a message under way */
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 31 + 7);
+	}
+	pmtu_r = post_recv(b, dst, len);
+	pmtu_s = post_send(a, src, len);
+	engine_progress(&w->b.e);
+	wire_move(&w->b, &w->a, -1); /* the CTS */
+	engine_progress(&w->a.e);    /* a window of 9000-byte packets */
+	wire_drop_above = HARP_ETH_HLEN + 1500;
+	run_for(w, both_done, 5000);
+	assert_int_equal(state_of(pmtu_s), REQ_DONE);
+	assert_int_equal(state_of(pmtu_r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	assert_int_equal(a->pmtu.mtu, 1500);
+	assert_int_equal(a->stats.pmtu_drops, 1);
+	assert_true(a->stats.seg_parts > 0);
+	free(pmtu_s);
+	free(pmtu_r);
+	free(src);
+	free(dst);
+}
+
 /* Part of a message arrives: the ack waits on the delayed-ack list, then leaves on its own. */
 static void test_delayed_ack_list(void **state)
 {
@@ -953,6 +1056,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jumbo_chains_cross, setup_sg, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_limits, setup_sg, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu, setup_sg, teardown),
 		cmocka_unit_test(test_keeper_watch),
 		cmocka_unit_test(test_keeper_plan),
 	};

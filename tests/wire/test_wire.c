@@ -268,7 +268,7 @@ static void check_wire_header(const struct frame *f, const struct harp_hdr *h)
 	assert_int_equal(rd16(w + 56), h->len);
 	assert_int_equal(rd16(w + 58), h->flags);
 	assert_int_equal(rd16(w + 60), h->trailer);
-	assert_int_equal(rd16(w + 62), h->reserved);
+	assert_int_equal(rd16(w + 62), h->seg);
 }
 
 static void round_trip(const struct harp_hdr *h, uint32_t body_len)
@@ -355,6 +355,48 @@ static void test_round_trip_probe(void **state)
 	harp_mutation(hdr_of(HARP_PKT_STEER, 4), 4, WIRE_ERR_LEN);
 }
 
+/*
+ * A PMTU probe is padded to the IP size it asks about (msg_len; with a MAC trailer, 24 more), at
+ * most HARP_IP_MAX; its answer has no body. A part of a packet cut again names 2 to
+ * HARP_SEG_MAX parts and one of them, and is never unsolicited.
+ */
+static void test_pmtu_and_parts(void **state)
+{
+	struct harp_hdr h = hdr_of(HARP_PKT_PMTU, 1000);
+
+	(void)state;
+	h.msg_len = 1000 + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN;
+	h.tag = 5;
+	round_trip(&h, 1000);
+	h.msg_len += HARP_AUTH_TRAILER; /* the size an authenticated connection's probe has */
+	round_trip(&h, 1000);
+	h.msg_len += 4;
+	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	h.msg_len = 1000;
+	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	h = hdr_of(HARP_PKT_PMTU_ACK, 0);
+	h.msg_len = 9000;
+	round_trip(&h, 0);
+	harp_mutation(hdr_of(HARP_PKT_PMTU_ACK, 8), 8, WIRE_ERR_LEN);
+
+	h = hdr_data(100000, 8192, 1000);
+	h.flags = HARP_DATA_F_SEG;
+	h.seg = 3 << 8 | 2;
+	round_trip(&h, 1000);
+	h.seg = HARP_SEG_MAX << 8 | (HARP_SEG_MAX - 1);
+	round_trip(&h, 1000);
+	h.seg = 3 << 8 | 3; /* no such part */
+	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	h.seg = 1 << 8; /* one part is no cut */
+	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	h.seg = (HARP_SEG_MAX + 1) << 8;
+	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	h = hdr_data(100, 0, 100);
+	h.flags = HARP_DATA_F_SEG | HARP_DATA_F_UNSOL;
+	h.seg = 2 << 8;
+	harp_mutation(h, 100, WIRE_ERR_LEN);
+}
+
 /* The reserved fields are carried, not interpreted: a receiver sees what was sent. */
 static void test_reserved_fields_carried(void **state)
 {
@@ -362,7 +404,7 @@ static void test_reserved_fields_carried(void **state)
 
 	(void)state;
 	h.flags = 0xa55a;
-	h.reserved = 0x0102;
+	h.seg = 0x0102;
 	round_trip(&h, 0);
 }
 
@@ -717,7 +759,7 @@ static void test_harp_version(void **state)
 
 static void test_harp_type(void **state)
 {
-	const uint8_t bad[] = { 0, HARP_PKT_TYPE_MAX + 1, 7, 0x80, 0xff };
+	const uint8_t bad[] = { 0, HARP_PKT_TYPE_MAX + 1, 0x40, 0x80, 0xff };
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 	size_t i;
 
@@ -1086,6 +1128,7 @@ int main(void)
 		cmocka_unit_test(test_udp_checksum_zero_accepted),
 		cmocka_unit_test(test_harp_version),
 		cmocka_unit_test(test_harp_type),
+		cmocka_unit_test(test_pmtu_and_parts),
 		cmocka_unit_test(test_harp_len_disagrees),
 		cmocka_unit_test(test_ack_length),
 		cmocka_unit_test(test_bundle_round_trip),
