@@ -134,6 +134,19 @@ static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t s
 			CHECK(p->h.offset == 0 && p->h.len == p->h.msg_len);
 			CHECK(p->h.len <= HARP_UNSOL_MAX_BYTES);
 		}
+		if (p->h.flags & HARP_DATA_F_SEG) { /* a part: one of 2 to HARP_SEG_MAX */
+			CHECK(!(p->h.flags & HARP_DATA_F_UNSOL));
+			CHECK((p->h.seg >> 8) >= 2 && (p->h.seg >> 8) <= HARP_SEG_MAX);
+			CHECK((p->h.seg & 0xff) < (p->h.seg >> 8));
+		}
+		break;
+	case HARP_PKT_PMTU: /* padded to the size it asks about; alone */
+		CHECK(p->h.msg_len <= HARP_IP_MAX && p->next_len == 0);
+		CHECK(p->h.msg_len == (uint64_t)p->h.len + 92 ||
+		      p->h.msg_len == (uint64_t)p->h.len + 92 + HARP_AUTH_TRAILER);
+		break;
+	case HARP_PKT_PMTU_ACK:
+		CHECK(p->h.len == 0 && p->next_len == 0);
 		break;
 	case HARP_PKT_ACK:
 		CHECK(p->h.len <= HARP_SACK_MAX_BYTES);
