@@ -737,22 +737,6 @@ static int raw_resolve(struct raw_run *r, uint32_t ip, uint8_t mac[6])
 	return err;
 }
 
-/* The frame of len bytes at addr as its chain of descriptors from TX slot idx on; returns how
- * many descriptors (one without multi-buffer). */
-static uint32_t raw_chain(struct xsk_port *p, uint32_t idx, uint64_t addr, uint32_t len)
-{
-	uint32_t fsize = p->pool.frame_size, pieces = xsk_port_tx_pieces(p, len), i;
-
-	for (i = 0; i < pieces; i++) {
-		struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, idx + i);
-
-		d->addr = addr + (uint64_t)i * fsize;
-		d->len = len - i * fsize < fsize ? len - i * fsize : fsize;
-		d->options = i + 1 < pieces ? XDP_PKT_CONTD : 0;
-	}
-	return pieces;
-}
-
 /* Fills the TX ring of one queue with up to max frames (a batch at most); returns how many. */
 static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t body, uint32_t max,
 			    uint32_t tag)
@@ -788,7 +772,7 @@ static uint32_t raw_tx_fill(struct raw_run *r, struct raw_queue *rq, uint32_t bo
 		memcpy(frame + HARP_FRAME_OVERHEAD, pattern + raw_pattern_off(rq->seq, q), body);
 		h.psn = (uint32_t)rq->seq;
 		h.offset = rq->seq * body;
-		used += raw_chain(p, idx + used, addr,
+		used += xsk_port_chain(p, idx + used, addr,
 				  wire_build(frame, &rq->path, &h, body, rq->ip_id++));
 		rq->seq++;
 	}
@@ -1068,7 +1052,8 @@ static void raw_echo(struct raw_run *r, struct raw_queue *rq, const struct wire_
 	back.dst_ip = in->src_ip;
 	back.src_port = in->dst_port;
 	back.dst_port = in->src_port;
-	used = raw_chain(p, idx, addr, wire_build(frame, &back, &in->h, in->h.len, rq->ip_id++));
+	used = xsk_port_chain(p, idx, addr,
+			      wire_build(frame, &back, &in->h, in->h.len, rq->ip_id++));
 	xsk_ring_prod__submit(&p->tx, used);
 	p->tx_pending += used;
 	rq->echoed++;

@@ -434,15 +434,9 @@ struct tx_batch {
 static void tx_chain(struct harp_engine *e, struct tx_batch *b, uint32_t len)
 {
 	struct xsk_port *p = &e->port;
-	struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->first);
-	uint32_t fsize = p->pool.frame_size, pieces = xsk_port_tx_pieces(p, len), i;
-	uint64_t addr = d->addr;
+	uint32_t pieces = xsk_port_chain(p, b->idx + b->first,
+					 xsk_ring_prod__tx_desc(&p->tx, b->idx + b->first)->addr, len);
 
-	for (i = 0; i < pieces; i++, d = xsk_ring_prod__tx_desc(&p->tx, b->idx + b->first + i)) {
-		d->addr = addr + (uint64_t)i * fsize;
-		d->len = len - i * fsize < fsize ? len - i * fsize : fsize;
-		d->options = i + 1 < pieces ? XDP_PKT_CONTD : 0;
-	}
 	b->used = b->first + pieces;
 	e->stats.tx_chains += pieces > 1;
 }

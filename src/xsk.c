@@ -577,6 +577,20 @@ void xsk_port_refill(struct xsk_port *p, uint32_t idx, uint32_t n)
 	fill_submit(p, idx_fill, n, (uint32_t)more);
 }
 
+uint32_t xsk_port_chain(struct xsk_port *p, uint32_t idx, uint64_t addr, uint32_t len)
+{
+	uint32_t fsize = p->pool.frame_size, pieces = xsk_port_tx_pieces(p, len), i;
+
+	for (i = 0; i < pieces; i++) {
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, idx + i);
+
+		d->addr = addr + (uint64_t)i * fsize;
+		d->len = len - i * fsize < fsize ? len - i * fsize : fsize;
+		d->options = i + 1 < pieces ? XDP_PKT_CONTD : 0;
+	}
+	return pieces;
+}
+
 int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
 		    struct wire_pieces *pk)
 {

@@ -111,6 +111,12 @@ static inline uint32_t xsk_port_rx_pieces(const struct xsk_port *p, uint32_t len
 }
 
 /*
+ * The frame of len bytes at addr (a slot, or one frame) as its chain of descriptors on the TX
+ * ring from slot idx on (reserved by the caller); returns how many it wrote.
+ */
+uint32_t xsk_port_chain(struct xsk_port *p, uint32_t idx, uint64_t addr, uint32_t len);
+
+/*
  * The UMEM area and pools for nframes frames of frame_size: all frames in the pool, or with
  * slots, the lower half in the pool and the upper half cut into transmit slots.
  */
