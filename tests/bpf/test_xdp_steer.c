@@ -705,7 +705,7 @@ static void test_live_redirect(void **state)
 static void run_jumbo(const char *name, const struct shape *s, uint32_t len, uint32_t linear,
 		      uint32_t verdict, enum harp_xdp_counter counted)
 {
-	static uint8_t in[9216], out[9216 + 64];
+	static uint8_t in[16384], out[16384 + 64];
 	struct frame f;
 	struct xdp_md md = {
 		.data_end = linear,
@@ -794,7 +794,12 @@ static void test_jumbo(void **state)
 	run_jumbo("802.1Q TCP, MTU 9000", &vlan_tcp, 9018, 3500, PASSED);
 	run_jumbo("UDP to DNS, MTU 9000", &dns, 9014, 3500, PASSED);
 	run_jumbo("TCP, headers alone in the first buffer", &tcp, 9014, OFF_L4_4 + 20, PASSED);
-	/* harp's packets: one frame (at most 3840 bytes), which a driver may still split */
+	/* harp's packets: up to the MTU (multi-buffer sockets), which the driver splits too */
+	run_jumbo("harp IPv4, MTU 9000 over the first buffer and fragments", &harp4, 9014, 3500,
+		  STEERED);
+	run_jumbo("harp IPv4, its largest packet (16384 bytes) over fragments", &harp4, 16384,
+		  3500, STEERED);
+	/* and one frame's worth (3840 bytes), as without multi-buffer */
 	run_jumbo("harp IPv4, 3840 bytes over two buffers", &harp4, 3840, 3500, STEERED);
 	run_jumbo("harp IPv6, 3840 bytes over two buffers", &harp6, 3840, 1024, STEERED);
 	run_jumbo("harp IPv4, one buffer", &harp4, 3840, 3840, STEERED);
