@@ -667,6 +667,7 @@ static int seg_slot(struct harp_conn *c, uint32_t psn, uint16_t parts)
 		c->pmtu.segs[free_slot].psn = psn;
 		c->pmtu.segs[free_slot].parts = parts;
 		c->pmtu.segs[free_slot].got = 0;
+		c->pmtu.segs_open++;
 	}
 	return parts ? free_slot : -1;
 }
@@ -1518,6 +1519,7 @@ static int deliver_part(struct harp_conn *c, const struct wire_pkt *p)
 		return 1;
 	}
 	c->pmtu.segs[k].parts = 0;
+	c->pmtu.segs_open--;
 	return 0;
 }
 
@@ -1571,8 +1573,8 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		c->ack_now = c->ack_twin = true;
 		return;
 	}
-	if (h->type == HARP_PKT_DATA &&
-	    !(h->flags & HARP_DATA_F_SEG) && seg_slot(c, psn, 0) >= 0) {
+	if (c->pmtu.segs_open && h->type == HARP_PKT_DATA && !(h->flags & HARP_DATA_F_SEG) &&
+	    seg_slot(c, psn, 0) >= 0) {
 		/* the whole packet, after parts of it: its bytes would count twice */
 		c->stats.rx_duplicates++;
 		return;

@@ -169,7 +169,8 @@ struct conn_pmtu {
 	/* receiver: the peer's latest probe, to answer */
 	bool answer_due;
 	uint32_t answer_id, answer_size;
-	/* parts the peer sent of packets it cut again, by psn (receiver) */
+	/* parts the peer sent of packets it cut again, by psn (receiver); segs_open in use */
+	uint32_t segs_open;
 	struct {
 		uint32_t psn;
 		uint16_t parts; /* 0: slot free */
