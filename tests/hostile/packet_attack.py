@@ -33,6 +33,20 @@ FORGE_S = 4
 AUTH_TRAILER = 24  # HARP_AUTH: frame counter and MAC after the records
 
 
+def wire_version():
+    """HARP_WIRE_VERSION, read from src/wire.h beside this tree: the first byte of every harp
+    header, which tells harp's frames from others."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "src", "wire.h"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#define HARP_WIRE_VERSION "):
+                return int(line.split()[2])
+    raise SystemExit("packet_attack: no HARP_WIRE_VERSION in src/wire.h")
+
+
+WIRE_VERSION = wire_version()
+
+
 def checksum(data):
     if len(data) % 2:
         data += b"\0"
@@ -69,7 +83,7 @@ def is_harp(f, lo, hi):
     if len(f) < HDR + 64 or f[12:14] != b"\x08\x00" or f[23] != 17:
         return False
     dport = struct.unpack_from("!H", f, 36)[0]
-    return lo <= dport <= hi and f[HDR] == 2
+    return lo <= dport <= hi and f[HDR] == WIRE_VERSION
 
 
 def forge(f):
