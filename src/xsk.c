@@ -653,6 +653,7 @@ int xsk_port_kick(struct xsk_port *p)
 		p->tx_pending = 0;
 		return 0;
 	}
+	p->tx_kicks++;
 	if (sendto(p->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
 		/* EAGAIN/EBUSY/ENOBUFS: the kernel is still working through the ring. */
 		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
@@ -684,6 +685,7 @@ int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st)
 	st->fill_depth = p->fill_target;
 	st->fill_grows = p->fill_grows;
 	st->rx_kicks = p->rx_kicks;
+	st->tx_kicks = p->tx_kicks;
 	st->busy_polls = p->busy_polls;
 	return 0;
 }

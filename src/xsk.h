@@ -52,6 +52,7 @@ struct xsk_port {
 	uint32_t tx_pending;  /* descriptors submitted since the last kick */
 	uint64_t fill_grows;  /* times the fill ring was deepened */
 	uint64_t rx_kicks;    /* wake-ups asked for by the fill ring (zero-copy drivers) */
+	uint64_t tx_kicks;    /* sendto() wake-ups of the TX ring */
 	bool zerocopy;
 	int zc_refused;       /* bound in copy mode after the zero-copy bind failed with this errno */
 	const char *zc_quirk; /* bound in copy mode, zero copy untried: the driver's known fault */

@@ -673,6 +673,7 @@ static void report(struct run *r, double secs, int rc)
 			qsum.fill_depth += qs.fill_depth;
 			qsum.fill_grows += qs.fill_grows;
 			qsum.rx_kicks += qs.rx_kicks;
+			qsum.tx_kicks += qs.tx_kicks;
 			qsum.tx_packets += qs.tx_packets;
 			qsum.tx_bundled += qs.tx_bundled;
 			qsum.rx_chains += qs.rx_chains;
@@ -709,7 +710,7 @@ static void report(struct run *r, double secs, int rc)
 	printf("multi_buffer=%d\nrx_chains=%" PRIu64 "\ntx_chains=%" PRIu64 "\nrx_bad_chain=%" PRIu64
 	       "\n",
 	       info.multi_buffer, qsum.rx_chains, qsum.tx_chains, qsum.rx_bad_chain);
-	printf("busy_polls=%" PRIu64 "\n", qsum.busy_polls);
+	printf("busy_polls=%" PRIu64 "\ntx_kicks=%" PRIu64 "\n", qsum.busy_polls, qsum.tx_kicks);
 	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
 	       sum.msgs_held);
 	printf("auth=%s\nauth_conns=%d\n", auth_name, auth_conns);

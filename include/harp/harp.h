@@ -139,6 +139,7 @@ struct harp_queue_stats {
 	uint64_t rx_bad_chain; /* descriptor chains given back unread (too long, a piece past its
 				* frame, larger than a packet harp takes) */
 	uint64_t busy_polls; /* HARP_BUSY_POLL_US: polls of the NIC queue the engine made */
+	uint64_t tx_kicks;   /* TX wake-ups (sendto) made: tx_packets / tx_kicks frames per kick */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 
