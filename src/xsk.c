@@ -274,13 +274,11 @@ static void pools_fini(struct xsk_port *p)
 int xsk_port_layout(struct xsk_port *p, uint32_t nframes, uint32_t frame_size, bool slots,
 		    int hugepages_mode)
 {
+	uint64_t half = (uint64_t)nframes / 2 * frame_size;
 	int err;
 
 	/* the upper half must hold whole slots, at a slot-aligned offset */
-	p->slot_base = slots && (uint64_t)nframes / 2 * frame_size >= XSK_SLOT_BYTES &&
-				       !((uint64_t)nframes / 2 * frame_size % XSK_SLOT_BYTES) ?
-			       (uint64_t)nframes / 2 * frame_size :
-			       0;
+	p->slot_base = slots && half >= XSK_SLOT_BYTES && !(half % XSK_SLOT_BYTES) ? half : 0;
 	err = umem_area_alloc(&p->area, (size_t)nframes * frame_size, hugepages_mode);
 	if (err) {
 		return err;

@@ -364,29 +364,28 @@ static void pair_open(struct world *w, int i)
 	}
 }
 
-static int setup(void **state)
+/* Two fresh sides, multi-buffer or not, whose connections carry payload bytes a packet. */
+static int world_new(void **state, bool sg, uint32_t payload)
 {
 	struct world *w = calloc(1, sizeof(*w));
 
 	assert_non_null(w);
-	side_init(&w->a, false);
-	side_init(&w->b, false);
-	w->payload = PAYLOAD;
+	side_init(&w->a, sg);
+	side_init(&w->b, sg);
+	w->payload = payload;
 	*state = w;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return world_new(state, false, PAYLOAD);
 }
 
 /* Both sides multi-buffer, with the payload of a 9000-byte IP MTU. */
 static int setup_sg(void **state)
 {
-	struct world *w = calloc(1, sizeof(*w));
-
-	assert_non_null(w);
-	side_init(&w->a, true);
-	side_init(&w->b, true);
-	w->payload = JUMBO_PAYLOAD;
-	*state = w;
-	return 0;
+	return world_new(state, true, JUMBO_PAYLOAD);
 }
 
 static int teardown(void **state)
