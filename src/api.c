@@ -740,7 +740,7 @@ void harp_conn__close(struct harp_conn *c)
 	/* figures read racily, as harp_conn__stats does: what an operator tuning a job asks for */
 	pr_info("conn %u closing: %llu messages sent, %llu received; %llu packets sent, %llu "
 		"again (%llu on selective acks, %llu timeouts, %llu of them spurious); %llu "
-		"duplicates, %llu out of order received; srtt %u us, cwnd %u",
+		"duplicates, %llu out of order received; srtt %u us, window %u bytes",
 		c->id, (unsigned long long)c->stats.msgs_sent,
 		(unsigned long long)c->stats.msgs_received, (unsigned long long)c->stats.tx_packets,
 		(unsigned long long)c->stats.retransmits,
@@ -757,7 +757,7 @@ int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
 		return -EINVAL;
 	}
 	*st = c->stats; /* engine-owned figures, read racily: a snapshot, not state */
-	st->cwnd = conn_cwnd(c);
+	st->cwnd_bytes = conn_cwnd(c);
 	st->paths = c->paths_live;
 	st->srtt_us = c->rtt.srtt_us;
 	st->rto_us = c->rtt.rto_us;

@@ -8,12 +8,15 @@
  * connection's bounds, and doubled (to the cap) by each retransmission timeout. The smallest
  * sample seen is kept as the path's base RTT for the delay signal.
  *
- * The window counts packets. Below ssthresh it grows by one per packet acked (slow start), above
- * it by one per window acked (congestion avoidance). A loss halves it once per window of data:
- * the decrease records next_psn as the recovery point, and losses of packets sent before that
- * point are the same congestion event; recovery ends when the cumulative ack reaches it. A
- * timeout drops the window to cwnd_min. When the smoothed RTT climbs well above the base RTT
- * (queues building), the window shrinks by 1/8, at most once per smoothed RTT.
+ * The window counts bytes (RFC 9002's way), so that a path MTU that rises from 1500 to 9000 does
+ * not multiply what is in flight six times, nor a fall divide it: packets of every size draw on
+ * one budget. Below ssthresh it grows by the bytes acked (slow start), above it by one full
+ * packet (mss) per window of bytes acked (congestion avoidance, RFC 5681's byte counting). A loss
+ * halves it once per window of data: the decrease records next_psn as the recovery point, and
+ * losses of packets sent before that point are the same congestion event; recovery ends when the
+ * cumulative ack reaches it. A timeout drops the window to its floor, min_segs full packets.
+ * When the smoothed RTT climbs well above the base RTT (queues building), the window shrinks by
+ * 1/8, at most once per smoothed RTT.
  */
 #include "internal.h"
 
@@ -73,22 +76,34 @@ void rtt_backoff(struct rtt_est *r)
 	r->rto_us = cc_clamp_u32(2ull * r->rto_us, r->rto_min_us, r->rto_max_us);
 }
 
-void cc_init(struct cc *c, uint32_t cwnd_init, uint32_t cwnd_min, uint32_t cwnd_max)
+/* The floor: min_segs packets of today's size, never above the ceiling. */
+static uint32_t cc_floor(uint32_t mss, uint32_t min_segs, uint32_t cwnd_max)
 {
-	if (cwnd_min == 0) {
-		cwnd_min = 1;
-	}
-	if (cwnd_max < cwnd_min) {
-		cwnd_max = cwnd_min;
-	}
-	c->cwnd_min = cwnd_min;
-	c->cwnd_max = cwnd_max;
-	c->cwnd = cc_clamp_u32(cwnd_init, cwnd_min, cwnd_max);
-	c->ssthresh = cwnd_max; /* slow start until the first congestion signal */
+	uint64_t floor = (uint64_t)mss * min_segs;
+
+	return floor < cwnd_max ? (uint32_t)floor : cwnd_max;
+}
+
+void cc_init(struct cc *c, uint32_t mss, uint32_t cwnd_init, uint32_t min_segs, uint32_t cwnd_max)
+{
+	c->mss = mss ? mss : 1;
+	c->min_segs = min_segs ? min_segs : 1;
+	c->cwnd_max = cwnd_max > c->mss ? cwnd_max : c->mss;
+	c->cwnd_min = cc_floor(c->mss, c->min_segs, c->cwnd_max);
+	c->cwnd = cc_clamp_u32(cwnd_init, c->cwnd_min, c->cwnd_max);
+	c->ssthresh = c->cwnd_max; /* slow start until the first congestion signal */
 	c->acked_since_growth = 0;
 	c->recovery_psn = 0;
 	c->in_recovery = false;
 	c->delay_backoff_ns = 0;
+}
+
+void cc_set_mss(struct cc *c, uint32_t mss)
+{
+	c->mss = mss ? mss : 1;
+	c->cwnd_min = cc_floor(c->mss, c->min_segs, c->cwnd_max);
+	c->cwnd = cc_clamp_u32(c->cwnd, c->cwnd_min, c->cwnd_max);
+	c->ssthresh = c->ssthresh > c->cwnd_min ? c->ssthresh : c->cwnd_min;
 }
 
 static void cc_grow(struct cc *c, uint32_t newly_acked)
@@ -103,14 +118,14 @@ static void cc_grow(struct cc *c, uint32_t newly_acked)
 		c->cwnd += step;
 		newly_acked -= step;
 	}
-	/* what slow start did not use counts towards avoidance: one packet per window acked */
+	/* what slow start did not use counts towards avoidance: one mss per window of bytes acked */
 	if (newly_acked > UINT32_MAX - c->acked_since_growth) {
 		newly_acked = UINT32_MAX - c->acked_since_growth;
 	}
 	c->acked_since_growth += newly_acked;
 	while (c->acked_since_growth >= c->cwnd && c->cwnd < c->cwnd_max) {
 		c->acked_since_growth -= c->cwnd;
-		c->cwnd++;
+		c->cwnd = c->cwnd_max - c->cwnd > c->mss ? c->cwnd + c->mss : c->cwnd_max;
 	}
 	if (c->cwnd >= c->cwnd_max) {
 		c->cwnd = c->cwnd_max;

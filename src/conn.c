@@ -136,6 +136,39 @@ static struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)
 	return &c->txq[psn & (CONN_TXQ - 1)];
 }
 
+/* Bytes of IP a packet of payload bytes takes: what the windows count. */
+static uint32_t pkt_bytes(const struct harp_conn *c, uint32_t payload)
+{
+	return payload + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN +
+	       (c->auth ? HARP_AUTH_TRAILER : 0);
+}
+
+/* A record goes out on path: it counts against the path's window until acked or judged lost. */
+static void pipe_enter(struct harp_conn *c, struct tx_rec *rec, int path)
+{
+	struct conn_path *p = &c->paths[path];
+
+	rec->in_pipe = true;
+	rec->path = (uint8_t)path;
+	rec->pipe_bytes = (uint16_t)pkt_bytes(c, rec->len);
+	c->inflight++;
+	p->inflight++;
+	p->inflight_bytes += rec->pipe_bytes;
+}
+
+static void pipe_leave(struct harp_conn *c, struct tx_rec *rec)
+{
+	struct conn_path *p = &c->paths[rec->path];
+
+	if (!rec->in_pipe) {
+		return;
+	}
+	rec->in_pipe = false;
+	c->inflight--;
+	p->inflight--;
+	p->inflight_bytes -= rec->pipe_bytes;
+}
+
 /* ---- paths ------------------------------------------------------------------------------------ */
 
 static uint32_t xorshift(uint32_t *state)
@@ -164,6 +197,8 @@ void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint1
 int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
 {
 	uint32_t per_max = c->cwnd_max / c->paths_want, init = CWND_INIT / c->paths_want, i;
+	uint32_t mss = pkt_bytes(c, c->payload_max);
+	uint32_t largest = c->pmtu.ceiling > mss ? c->pmtu.ceiling : mss;
 	struct conn_path *p;
 
 	for (i = 0; i < c->npaths; i++) {
@@ -191,7 +226,13 @@ int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uin
 	p->live = true;
 	p->last_ack_ns = now;
 	rtt_init(&p->rtt, RTO_INIT_US, RTO_MIN_US, RTO_MAX_US);
-	cc_init(&p->cc, init > CWND_MIN ? init : CWND_MIN, CWND_MIN, per_max > 16 ? per_max : 16);
+	/* the window starts at CWND_INIT packets of the base size (not of a ceiling the path may
+	 * not carry), shared, and stops at the path's share of HARP_CWND_MAX packets of the largest
+	 * size it may come to carry */
+	p->inflight_max = per_max > 16 ? per_max : 16;
+	cc_init(&p->cc, mss,
+		(init > CWND_MIN ? init : CWND_MIN) * (mss < CONN_PMTU_BASE ? mss : CONN_PMTU_BASE),
+		CWND_MIN, p->inflight_max * largest);
 	c->paths_live++;
 	return (int)(p - c->paths);
 }
@@ -226,7 +267,7 @@ static int pick_path(struct harp_conn *c, int avoid, bool rtx)
 		const struct conn_path *p = &c->paths[k];
 		uint64_t score;
 
-		if (!p->live || p->inflight >= p->cc.cwnd) {
+		if (!p->live || p->inflight_bytes >= p->cc.cwnd || p->inflight >= p->inflight_max) {
 			continue;
 		}
 		if ((int)k == avoid) {
@@ -467,9 +508,14 @@ void conn_pmtu_init(struct harp_conn *c, uint32_t ceiling)
 /* Packets of mtu bytes of IP from now on: their payload, less a MAC trailer where there is one. */
 static void pmtu_use(struct harp_conn *c, uint32_t mtu)
 {
+	uint32_t i;
+
 	c->pmtu.mtu = mtu;
 	c->payload_max = mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
 			 (c->auth ? HARP_AUTH_TRAILER : 0);
+	for (i = 0; i < c->npaths; i++) {
+		cc_set_mss(&c->paths[i].cc, mtu);
+	}
 }
 
 static uint32_t pmtu_base(const struct conn_pmtu *pm)
@@ -935,11 +981,7 @@ bool conn_linger(struct harp_conn *c, int err)
 		}
 		rec->dead = true;
 		rec->sreq = NULL;
-		if (rec->in_pipe) {
-			rec->in_pipe = false;
-			c->inflight--;
-			c->paths[rec->path].inflight--;
-		}
+		pipe_leave(c, rec);
 	}
 	fail_requests(c, err);
 	c->lingering = true;
@@ -968,7 +1010,8 @@ void conn_fail(struct harp_conn *c, int err)
 
 /* What one ack did to each path, gathered while its records are acked. */
 struct ack_tally {
-	uint32_t newly[CONN_MAX_PATHS];
+	uint32_t newly[CONN_MAX_PATHS];		/* packets */
+	uint32_t bytes[CONN_MAX_PATHS];		/* their bytes, for the window */
 	uint64_t newest_sent[CONN_MAX_PATHS]; /* send time of the newest clean record acked */
 	uint32_t touched;		      /* bit per path */
 };
@@ -982,15 +1025,13 @@ static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t
 	if (!(*newly)++) {
 		t->touched = 0;
 		memset(t->newly, 0, sizeof(t->newly));
+		memset(t->bytes, 0, sizeof(t->bytes));
 		memset(t->newest_sent, 0, sizeof(t->newest_sent));
 	}
 
 	rec->acked = true;
-	if (rec->in_pipe) {
-		rec->in_pipe = false;
-		c->inflight--;
-		p->inflight--;
-	}
+	t->bytes[rec->path] += rec->pipe_bytes; /* as it last went */
+	pipe_leave(c, rec);
 	if (rec->sent_ns > p->rack_xmit_ns) {
 		p->rack_xmit_ns = rec->sent_ns;
 	}
@@ -1023,11 +1064,7 @@ static void queue_rtx(struct harp_conn *c, struct tx_rec *rec, uint32_t psn)
 		return;
 	}
 	rec->rtx_queued = true;
-	if (rec->in_pipe) {
-		rec->in_pipe = false;
-		c->inflight--;
-		c->paths[rec->path].inflight--;
-	}
+	pipe_leave(c, rec);
 	c->rtxq[c->rtx_tail++ & (CONN_TXQ - 1)] = psn;
 }
 
@@ -1107,6 +1144,7 @@ static void undo_spurious_timeout(struct harp_conn *c, uint32_t ts_echo)
 
 		for (i = 0; i < c->npaths; i++) {
 			c->paths[i].cc = c->cc_before_rto[i];
+			cc_set_mss(&c->paths[i].cc, pkt_bytes(c, c->payload_max));
 		}
 		c->stats.spurious_timeouts++;
 	}
@@ -1131,7 +1169,7 @@ static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_
 			p->acked /= 2;
 			p->losses /= 2;
 		}
-		cc_on_ack(&p->cc, t->newly[i], c->snd_una, &p->rtt, now);
+		cc_on_ack(&p->cc, t->bytes[i], c->snd_una, &p->rtt, now);
 		p->last_ack_ns = now;
 		p->waiting_since_ns = p->inflight ? now : 0;
 	}
@@ -1665,6 +1703,7 @@ static void retire_dead_paths(struct harp_conn *c, uint64_t now)
 			}
 		}
 		p->inflight = 0;
+		p->inflight_bytes = 0;
 		pr_debug("conn %u: path %u (ports %u->%u) silent for %llu ms while others deliver; "
 			 "retired, probing for another",
 			 c->id, i, ntohs(p->src_port), ntohs(p->dst_port),
@@ -2049,10 +2088,7 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	c->snd_nxt++;
 send:
 	rec->sent_ns = now;
-	rec->in_pipe = true;
-	rec->path = (uint8_t)path;
-	c->inflight++;
-	c->paths[path].inflight++;
+	pipe_enter(c, rec, path);
 	if (!c->paths[path].waiting_since_ns) {
 		c->paths[path].waiting_since_ns = now;
 	}

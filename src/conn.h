@@ -94,6 +94,7 @@ struct tx_rec {
 	bool dead;	 /* its request failed while lingering: never sent again */
 	bool unsol;	 /* DATA sent before its buffer was known: rsn is the send's ssn */
 	uint16_t len;
+	uint16_t pipe_bytes; /* counted in its path's inflight_bytes, while in_pipe */
 	uint32_t rsn;
 	uint32_t tag;
 	uint64_t offset;
@@ -131,6 +132,8 @@ struct conn_path {
 	uint16_t src_port, dst_port; /* network order */
 	bool live;
 	uint32_t inflight;	 /* packets sent on it and not yet acked or declared lost */
+	uint32_t inflight_bytes; /* their bytes of IP: what the window (cc, bytes) bounds */
+	uint32_t inflight_max;	 /* packets: its share of HARP_CWND_MAX */
 	struct rtt_est rtt;
 	struct cc cc;
 	uint64_t rack_xmit_ns;	 /* send time of the latest packet acked on this path */
@@ -319,7 +322,8 @@ struct harp_conn {
 	uint32_t npaths;      /* slots used in paths[] (live or retired) */
 	uint32_t paths_live;
 	uint32_t paths_want;  /* HARP_PATHS */
-	uint32_t cwnd_max;    /* HARP_CWND_MAX: the whole connection's, split over its paths */
+	uint32_t cwnd_max;    /* HARP_CWND_MAX: packets, the whole connection's, split over its
+			       * paths; their windows in bytes stop at as many full-size packets */
 	uint32_t path_rr;     /* rotates pure ACKs and ties over the live paths */
 	uint16_t port_lo;     /* our UDP port range (source ports), host order */
 	uint16_t port_span;
@@ -442,7 +446,7 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
  * caller logs and fails the connection).
  */
 bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns);
-/* Sum of the live paths' windows. */
+/* Sum of the live paths' windows, in bytes. */
 uint32_t conn_cwnd(const struct harp_conn *c);
 
 /* Acks wait for CONN_ACK_EVERY packets or CONN_ACK_DELAY_NS, unless the sender needs them now. */

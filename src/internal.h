@@ -194,19 +194,26 @@ void rtt_sample(struct rtt_est *r, uint32_t sample_us);
 void rtt_backoff(struct rtt_est *r);
 
 /*
- * Window-based congestion control in packets: slow start, additive increase, multiplicative
- * decrease at most once per window of data (NewReno's recovery point), a collapse to cwnd_min on
- * timeout, and a gentle decrease when the smoothed RTT climbs far above the path's minimum.
+ * Window-based congestion control in bytes: slow start, additive increase (one mss per window),
+ * multiplicative decrease at most once per window of data (NewReno's recovery point), a collapse
+ * to cwnd_min on timeout, and a gentle decrease when the smoothed RTT climbs far above the path's
+ * minimum.
  */
 struct cc {
-	uint32_t cwnd, ssthresh, cwnd_min, cwnd_max;
-	uint32_t acked_since_growth; /* packets acked since cwnd last grew in avoidance */
+	uint32_t cwnd, ssthresh, cwnd_min, cwnd_max; /* bytes */
+	uint32_t mss;		     /* bytes of a full packet now: the growth step */
+	uint32_t min_segs;	     /* cwnd_min is this many full packets */
+	uint32_t acked_since_growth; /* bytes acked since cwnd last grew in avoidance */
 	uint32_t recovery_psn;	     /* no further decrease until acks pass this psn */
 	bool in_recovery;
 	uint64_t delay_backoff_ns; /* time of the last delay-based decrease */
 };
-void cc_init(struct cc *c, uint32_t cwnd_init, uint32_t cwnd_min, uint32_t cwnd_max);
-/* newly_acked packets were acknowledged; ack_psn is the new cumulative ack. */
+/* Bytes throughout; cwnd_min is min_segs packets of mss bytes (at most cwnd_max). */
+void cc_init(struct cc *c, uint32_t mss, uint32_t cwnd_init, uint32_t min_segs, uint32_t cwnd_max);
+/* Packets are mss bytes from now on (the path MTU moved): the window keeps its bytes, the floor
+ * and the growth step follow. */
+void cc_set_mss(struct cc *c, uint32_t mss);
+/* newly_acked bytes were acknowledged; ack_psn is the new cumulative ack. */
 void cc_on_ack(struct cc *c, uint32_t newly_acked, uint32_t ack_psn, const struct rtt_est *r,
 	       uint64_t now);
 /* Loss of psn detected while next_psn is the next one to send. */

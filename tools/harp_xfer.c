@@ -627,7 +627,7 @@ static void report(struct run *r, double secs, int rc)
 			sum.spurious_timeouts += cs.spurious_timeouts;
 			sum.rx_duplicates += cs.rx_duplicates;
 			sum.rx_out_of_order += cs.rx_out_of_order;
-			sum.cwnd = cs.cwnd;
+			sum.cwnd_bytes = cs.cwnd_bytes;
 			sum.srtt_us = cs.srtt_us;
 			sum.rto_us = cs.rto_us;
 			sum.paths_retired += cs.paths_retired;
@@ -702,7 +702,7 @@ static void report(struct run *r, double secs, int rc)
 	printf("retransmits=%" PRIu64 "\nfast_retransmits=%" PRIu64 "\ntimeouts=%" PRIu64 "\n",
 	       sum.retransmits, sum.fast_retransmits, sum.timeouts);
 	printf("spurious_timeouts=%" PRIu64 "\n", sum.spurious_timeouts);
-	printf("last_cwnd=%u\nlast_srtt_us=%u\nlast_rto_us=%u\n", sum.cwnd, sum.srtt_us,
+	printf("last_cwnd_bytes=%u\nlast_srtt_us=%u\nlast_rto_us=%u\n", sum.cwnd_bytes, sum.srtt_us,
 	       sum.rto_us);
 	printf("rx_duplicates=%" PRIu64 "\nrx_out_of_order=%" PRIu64 "\n", sum.rx_duplicates,
 	       sum.rx_out_of_order);

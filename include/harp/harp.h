@@ -203,7 +203,7 @@ struct harp_conn_stats {
 	uint64_t rx_duplicates;		/* packets that arrived again and were dropped */
 	uint64_t rx_out_of_order;
 	uint64_t msgs_sent, msgs_received;
-	uint32_t cwnd;			/* packets */
+	uint32_t cwnd_bytes;		/* the paths' congestion windows, bytes of IP */
 	uint32_t srtt_us, rto_us;
 	int queue;
 	uint32_t paths;		/* paths (UDP port pairs) in use now */

@@ -15,6 +15,7 @@
 #include "internal.h"
 
 #define MS 1000u		   /* us */
+#define M 1000u		   /* bytes of a full packet, in the window tests */
 #define T0 (1000ull * 1000000000) /* a "now" in ns, far from zero like a real monotonic clock */
 
 static void test_rtt_init(void **state)
@@ -148,15 +149,15 @@ static void test_cc_init(void **state)
 	struct cc c;
 
 	(void)state;
-	cc_init(&c, 10, 2, 1024);
-	assert_int_equal(c.cwnd, 10);
-	assert_int_equal(c.cwnd_min, 2);
-	assert_int_equal(c.cwnd_max, 1024);
+	cc_init(&c, M, 10 * M, 2, 1024 * M);
+	assert_int_equal(c.cwnd, 10 * M);
+	assert_int_equal(c.cwnd_min, 2 * M);
+	assert_int_equal(c.cwnd_max, 1024 * M);
 	assert_false(c.in_recovery);
-	cc_init(&c, 1, 2, 1024);
-	assert_int_equal(c.cwnd, 2);
-	cc_init(&c, 5000, 2, 1024);
-	assert_int_equal(c.cwnd, 1024);
+	cc_init(&c, M, 1 * M, 2, 1024 * M);
+	assert_int_equal(c.cwnd, 2 * M);
+	cc_init(&c, M, 5000 * M, 2, 1024 * M);
+	assert_int_equal(c.cwnd, 1024 * M);
 }
 
 static void test_cc_slow_start(void **state)
@@ -167,19 +168,19 @@ static void test_cc_slow_start(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 4, 2, 1024);
+	cc_init(&c, M, 4 * M, 2, 1024 * M);
 	/* one window acked one packet at a time doubles it */
 	while (psn < 4) {
 		psn++;
-		cc_on_ack(&c, 1, psn, &r, T0);
+		cc_on_ack(&c, 1 * M, psn, &r, T0);
 	}
-	assert_int_equal(c.cwnd, 8);
+	assert_int_equal(c.cwnd, 8 * M);
 	/* a stretch ack counts every packet it covers */
-	cc_on_ack(&c, 8, psn + 8, &r, T0);
-	assert_int_equal(c.cwnd, 16);
+	cc_on_ack(&c, 8 * M, psn + 8, &r, T0);
+	assert_int_equal(c.cwnd, 16 * M);
 	/* no ack, no growth */
 	cc_on_ack(&c, 0, psn + 8, &r, T0);
-	assert_int_equal(c.cwnd, 16);
+	assert_int_equal(c.cwnd, 16 * M);
 }
 
 static void test_cc_slow_start_stops_at_ssthresh(void **state)
@@ -189,16 +190,16 @@ static void test_cc_slow_start_stops_at_ssthresh(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 40, 2, 1024);
+	cc_init(&c, M, 40 * M, 2, 1024 * M);
 	cc_on_loss(&c, 10, 50); /* ssthresh = cwnd = 20 */
-	assert_int_equal(c.ssthresh, 20);
+	assert_int_equal(c.ssthresh, 20 * M);
 	cc_on_timeout(&c, 60); /* cwnd = 2, ssthresh = 10 */
-	assert_int_equal(c.cwnd, 2);
-	assert_int_equal(c.ssthresh, 10);
+	assert_int_equal(c.cwnd, 2 * M);
+	assert_int_equal(c.ssthresh, 10 * M);
 	/* 12 acked: 8 take slow start to ssthresh, the other 4 count towards avoidance */
-	cc_on_ack(&c, 12, 72, &r, T0);
-	assert_int_equal(c.cwnd, 10);
-	assert_int_equal(c.acked_since_growth, 4);
+	cc_on_ack(&c, 12 * M, 72, &r, T0);
+	assert_int_equal(c.cwnd, 10 * M);
+	assert_int_equal(c.acked_since_growth, 4 * M);
 }
 
 static void test_cc_avoidance(void **state)
@@ -209,23 +210,23 @@ static void test_cc_avoidance(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 20, 2, 1024);
+	cc_init(&c, M, 20 * M, 2, 1024 * M);
 	cc_on_loss(&c, 50, 100);
-	assert_int_equal(c.cwnd, 10);
+	assert_int_equal(c.cwnd, 10 * M);
 	/* the recovery point passes; from here on +1 per window */
 	for (i = 0; i < 9; i++) {
-		cc_on_ack(&c, 1, ++psn, &r, T0);
+		cc_on_ack(&c, 1 * M, ++psn, &r, T0);
 	}
-	assert_int_equal(c.cwnd, 10);
-	cc_on_ack(&c, 1, ++psn, &r, T0);
-	assert_int_equal(c.cwnd, 11);
+	assert_int_equal(c.cwnd, 10 * M);
+	cc_on_ack(&c, 1 * M, ++psn, &r, T0);
+	assert_int_equal(c.cwnd, 11 * M);
 	for (i = 0; i < 11; i++) {
-		cc_on_ack(&c, 1, ++psn, &r, T0);
+		cc_on_ack(&c, 1 * M, ++psn, &r, T0);
 	}
-	assert_int_equal(c.cwnd, 12);
+	assert_int_equal(c.cwnd, 12 * M);
 	/* a large stretch ack: 12 + 13 packets grow it twice */
-	cc_on_ack(&c, 25, psn + 25, &r, T0);
-	assert_int_equal(c.cwnd, 14);
+	cc_on_ack(&c, 25 * M, psn + 25, &r, T0);
+	assert_int_equal(c.cwnd, 14 * M);
 }
 
 static void test_cc_one_decrease_per_window(void **state)
@@ -235,28 +236,28 @@ static void test_cc_one_decrease_per_window(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 64, 2, 1024);
+	cc_init(&c, M, 64 * M, 2, 1024 * M);
 	cc_on_loss(&c, 1000, 1064);
-	assert_int_equal(c.cwnd, 32);
+	assert_int_equal(c.cwnd, 32 * M);
 	assert_true(c.in_recovery);
 	assert_int_equal(c.recovery_psn, 1064);
 	/* more losses from the same window: the same congestion event */
 	cc_on_loss(&c, 1001, 1064);
 	cc_on_loss(&c, 1030, 1070);
 	cc_on_loss(&c, 1063, 1080);
-	assert_int_equal(c.cwnd, 32);
+	assert_int_equal(c.cwnd, 32 * M);
 	/* acks short of the recovery point keep recovery on */
-	cc_on_ack(&c, 10, 1063, &r, T0);
+	cc_on_ack(&c, 10 * M, 1063, &r, T0);
 	assert_true(c.in_recovery);
 	/* a loss of a packet sent after the decrease is a new event, even in recovery */
 	cc_on_loss(&c, 1064, 1100);
-	assert_int_equal(c.cwnd, 16);
+	assert_int_equal(c.cwnd, 16 * M);
 	assert_int_equal(c.recovery_psn, 1100);
 	/* once the ack reaches the recovery point, recovery is over */
-	cc_on_ack(&c, 1, 1100, &r, T0);
+	cc_on_ack(&c, 1 * M, 1100, &r, T0);
 	assert_false(c.in_recovery);
 	cc_on_loss(&c, 1050, 1120);
-	assert_int_equal(c.cwnd, 8);
+	assert_int_equal(c.cwnd, 8 * M);
 }
 
 static void test_cc_recovery_wraps(void **state)
@@ -266,15 +267,15 @@ static void test_cc_recovery_wraps(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 64, 2, 1024);
+	cc_init(&c, M, 64 * M, 2, 1024 * M);
 	cc_on_loss(&c, UINT32_MAX - 10, 20); /* the window spans psn 2^32 */
-	assert_int_equal(c.cwnd, 32);
+	assert_int_equal(c.cwnd, 32 * M);
 	cc_on_loss(&c, 5, 30);
 	cc_on_loss(&c, UINT32_MAX, 30);
-	assert_int_equal(c.cwnd, 32);
-	cc_on_ack(&c, 1, UINT32_MAX - 2, &r, T0);
+	assert_int_equal(c.cwnd, 32 * M);
+	cc_on_ack(&c, 1 * M, UINT32_MAX - 2, &r, T0);
 	assert_true(c.in_recovery);
-	cc_on_ack(&c, 1, 20, &r, T0);
+	cc_on_ack(&c, 1 * M, 20, &r, T0);
 	assert_false(c.in_recovery);
 }
 
@@ -285,25 +286,25 @@ static void test_cc_timeout(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 100, 2, 1024);
+	cc_init(&c, M, 100 * M, 2, 1024 * M);
 	cc_on_timeout(&c, 500);
-	assert_int_equal(c.cwnd, 2);
-	assert_int_equal(c.ssthresh, 50);
+	assert_int_equal(c.cwnd, 2 * M);
+	assert_int_equal(c.ssthresh, 50 * M);
 	assert_true(c.in_recovery);
 	assert_int_equal(c.recovery_psn, 500);
 	/* losses of what was outstanding at the timeout do not cut again */
 	cc_on_loss(&c, 450, 510);
-	assert_int_equal(c.cwnd, 2);
-	assert_int_equal(c.ssthresh, 50);
+	assert_int_equal(c.cwnd, 2 * M);
+	assert_int_equal(c.ssthresh, 50 * M);
 	/* slow start resumes at once */
-	cc_on_ack(&c, 2, 450, &r, T0);
-	assert_int_equal(c.cwnd, 4);
+	cc_on_ack(&c, 2 * M, 450, &r, T0);
+	assert_int_equal(c.cwnd, 4 * M);
 	/* timeouts in a row: ssthresh never below cwnd_min */
 	cc_on_timeout(&c, 510);
 	cc_on_timeout(&c, 510);
 	cc_on_timeout(&c, 510);
-	assert_int_equal(c.cwnd, 2);
-	assert_int_equal(c.ssthresh, 2);
+	assert_int_equal(c.cwnd, 2 * M);
+	assert_int_equal(c.ssthresh, 2 * M);
 }
 
 static void test_cc_delay(void **state)
@@ -315,7 +316,7 @@ static void test_cc_delay(void **state)
 
 	(void)state;
 	rtt_init(&r, 100 * MS, 1 * MS, 1000 * MS);
-	cc_init(&c, 64, 16, 1024);
+	cc_init(&c, M, 64 * M, 16, 1024 * M);
 	rtt_sample(&r, 500);
 	/* srtt within 4 * min + 2 ms: no delay signal */
 	for (i = 0; i < 100; i++) {
@@ -323,7 +324,7 @@ static void test_cc_delay(void **state)
 	}
 	assert_true(r.srtt_us <= 4 * 500 + 2000);
 	cc_on_ack(&c, 0, 0, &r, now);
-	assert_int_equal(c.cwnd, 64);
+	assert_int_equal(c.cwnd, 64 * M);
 
 	/* queues build: srtt far above the base */
 	for (i = 0; i < 100; i++) {
@@ -331,31 +332,31 @@ static void test_cc_delay(void **state)
 	}
 	assert_true(r.srtt_us > 4 * 500 + 2000);
 	cc_on_ack(&c, 0, 0, &r, now);
-	assert_int_equal(c.cwnd, 56);
+	assert_int_equal(c.cwnd, 56 * M);
 	assert_int_equal(c.delay_backoff_ns, now);
 	/* at most once per srtt */
 	cc_on_ack(&c, 0, 0, &r, now + 1000);
 	cc_on_ack(&c, 0, 0, &r, now + (uint64_t)r.srtt_us * 1000 - 1);
-	assert_int_equal(c.cwnd, 56);
+	assert_int_equal(c.cwnd, 56 * M);
 	now += (uint64_t)r.srtt_us * 1000;
 	cc_on_ack(&c, 0, 0, &r, now);
-	assert_int_equal(c.cwnd, 49);
+	assert_int_equal(c.cwnd, 49 * M);
 	/* and it leaves slow start, so growth is +1 per window from here */
-	assert_int_equal(c.ssthresh, 49);
+	assert_int_equal(c.ssthresh, 49 * M);
 
 	/* it never goes below cwnd_min: ..., 19, 17, then 15 is raised to 16 */
 	for (i = 0; i < 100; i++) {
 		now += (uint64_t)r.srtt_us * 1000;
 		cc_on_ack(&c, 0, 0, &r, now);
 	}
-	assert_int_equal(c.cwnd, 16);
+	assert_int_equal(c.cwnd, 16 * M);
 
 	/* no sample, no signal; NULL estimator is allowed */
-	cc_init(&c, 64, 2, 1024);
+	cc_init(&c, M, 64 * M, 2, 1024 * M);
 	rtt_init(&r, 100 * MS, 1 * MS, 1000 * MS);
 	cc_on_ack(&c, 0, 0, &r, T0);
 	cc_on_ack(&c, 0, 0, NULL, T0);
-	assert_int_equal(c.cwnd, 64);
+	assert_int_equal(c.cwnd, 64 * M);
 }
 
 static void test_cc_clamps(void **state)
@@ -366,28 +367,78 @@ static void test_cc_clamps(void **state)
 
 	(void)state;
 	rtt_steady(&r);
-	cc_init(&c, 8, 4, 64);
+	cc_init(&c, M, 8 * M, 4, 64 * M);
 	for (i = 0; i < 100; i++) {
-		cc_on_ack(&c, 1000, (uint32_t)i * 1000, &r, T0);
+		cc_on_ack(&c, 1000 * M, (uint32_t)i * 1000, &r, T0);
 	}
-	assert_int_equal(c.cwnd, 64);
+	assert_int_equal(c.cwnd, 64 * M);
 	cc_on_ack(&c, UINT32_MAX, 0, &r, T0);
-	assert_int_equal(c.cwnd, 64);
+	assert_int_equal(c.cwnd, 64 * M);
 	/* from the top, every decrease stops at cwnd_min */
 	for (i = 0; i < 10; i++) {
 		cc_on_loss(&c, 0, 0);
 		c.in_recovery = false;
 	}
-	assert_int_equal(c.cwnd, 4);
-	assert_int_equal(c.ssthresh, 4);
+	assert_int_equal(c.cwnd, 4 * M);
+	assert_int_equal(c.ssthresh, 4 * M);
 	/* in avoidance at cwnd_max, the counter does not pile up */
-	cc_init(&c, 64, 4, 64);
+	cc_init(&c, M, 64 * M, 4, 64 * M);
 	cc_on_loss(&c, 0, 1);
 	for (i = 0; i < 1000; i++) {
-		cc_on_ack(&c, 1000, 2, &r, T0);
+		cc_on_ack(&c, 1000 * M, 2, &r, T0);
 	}
-	assert_int_equal(c.cwnd, 64);
-	assert_true(c.acked_since_growth < 64);
+	assert_int_equal(c.cwnd, 64 * M);
+	assert_true(c.acked_since_growth < 64 * M);
+}
+
+/* Bytes, not packets: the path MTU moves and the window keeps its bytes; small packets grow it by
+ * their bytes; the floor and the growth step follow the packet size. */
+static void test_cc_bytes_and_mss(void **state)
+{
+	struct rtt_est r;
+	struct cc c;
+	int i;
+
+	(void)state;
+	rtt_steady(&r);
+	cc_init(&c, 1500, 32 * 1500, 4, 1024 * 9000);
+	assert_int_equal(c.cwnd, 48000);
+	assert_int_equal(c.cwnd_min, 6000);
+	/* 100 acks of 100-byte packets: 10000 bytes more, not 100 packets more */
+	for (i = 0; i < 100; i++) {
+		cc_on_ack(&c, 100, (uint32_t)i, &r, T0);
+	}
+	assert_int_equal(c.cwnd, 58000);
+	/* the path MTU rises to 9000: the same bytes in flight, a floor of 4 such packets */
+	cc_set_mss(&c, 9000);
+	assert_int_equal(c.cwnd, 58000);
+	assert_int_equal(c.cwnd_min, 36000);
+	cc_on_loss(&c, 10, 20); /* half is 29000, under the floor */
+	assert_int_equal(c.cwnd, 36000);
+	assert_int_equal(c.ssthresh, 36000);
+	cc_on_ack(&c, 36000, 20, &r, T0); /* a window acked in avoidance: one 9000-byte step */
+	assert_int_equal(c.cwnd, 45000);
+	/* and falls to 1500 (a black hole): still the same bytes; a timeout goes to 4 x 1500 */
+	cc_set_mss(&c, 1500);
+	assert_int_equal(c.cwnd, 45000);
+	assert_int_equal(c.cwnd_min, 6000);
+	cc_on_ack(&c, 45000, 21, &r, T0);
+	assert_int_equal(c.cwnd, 46500);
+	cc_on_timeout(&c, 30);
+	assert_int_equal(c.cwnd, 6000);
+	/* a floor above the ceiling stops at the ceiling; a ceiling below one packet is one packet */
+	cc_init(&c, 9000, 0, 4, 20000);
+	assert_int_equal(c.cwnd_min, 20000);
+	assert_int_equal(c.cwnd, 20000);
+	cc_init(&c, 9000, 0, 4, 100);
+	assert_int_equal(c.cwnd_max, 9000);
+	assert_int_equal(c.cwnd, 9000);
+	/* a floor raised past the window lifts the window and ssthresh with it */
+	cc_init(&c, 1500, 8 * 1500, 4, 1024 * 9000);
+	cc_on_loss(&c, 1, 2);
+	cc_set_mss(&c, 9000);
+	assert_int_equal(c.cwnd, 36000);
+	assert_int_equal(c.ssthresh, 36000);
 }
 
 int main(void)
@@ -400,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_rtt_clamps),
 		cmocka_unit_test(test_rtt_backoff),
 		cmocka_unit_test(test_cc_init),
+		cmocka_unit_test(test_cc_bytes_and_mss),
 		cmocka_unit_test(test_cc_slow_start),
 		cmocka_unit_test(test_cc_slow_start_stops_at_ssthresh),
 		cmocka_unit_test(test_cc_avoidance),

@@ -21,6 +21,8 @@
 #include "conn.h"
 
 #define PAYLOAD 1000 /* payload bytes per DATA packet in these tests */
+/* bytes of IP a full packet takes: what the windows count */
+#define FULL (PAYLOAD + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 #define WIRE_MAX 8192
 
 struct pkt {
@@ -510,7 +512,7 @@ static void test_rack_fast_retransmit(void **state)
 	r = announce_recv(p, dst, len, 9);
 	s = post_send(&p->a, src, len, 9);
 	/* psns 0..9 now, 10..19 5 ms later */
-	assert_true(conn_cwnd(&p->a) >= 20);
+	assert_true(conn_cwnd(&p->a) >= 20 * FULL);
 	for (i = 0; i < 10; i++) {
 		assert_true(conn_next_tx(&p->a, &tx, p->now));
 		wire_put(&p->ab, &tx);
@@ -917,7 +919,7 @@ static void test_eager_credit(void **state)
 	struct harp_req *r[N], *s[N];
 	int i;
 
-	p->a.paths[0].cc.cwnd = p->b.paths[0].cc.cwnd = 2 * N; /* room for all at once */
+	p->a.paths[0].cc.cwnd = p->b.paths[0].cc.cwnd = 2 * N * FULL; /* room for all at once */
 	for (i = 0; i < N; i++) {
 		uint8_t *buf = dst[i];
 		uint64_t cap = sizeof(dst[i]);
@@ -1081,7 +1083,7 @@ static void test_unsolicited_credits(void **state)
 	struct harp_req *s[N], *r[N];
 	int i;
 
-	p->a.paths[0].cc.cwnd = p->b.paths[0].cc.cwnd = 4 * N;
+	p->a.paths[0].cc.cwnd = p->b.paths[0].cc.cwnd = 4 * N * FULL;
 	for (i = 0; i < N; i++) {
 		fill_pattern(src[i], sizeof(src[i]), 60u + (uint32_t)i);
 		s[i] = post_send(&p->a, src[i], sizeof(src[i]), 2);
@@ -1417,8 +1419,11 @@ static void test_path_choice(void **state)
 	}
 	/* every path filled its window, the fast one first: the first packets took it */
 	for (i = 0; i < 4; i++) {
-		assert_int_equal(per_path[i], p->a.paths[i].cc.cwnd);
-		assert_int_equal(p->a.paths[i].inflight, p->a.paths[i].cc.cwnd);
+		uint32_t cwnd = p->a.paths[i].cc.cwnd;
+
+		assert_int_equal(per_path[i], (cwnd + FULL - 1) / FULL); /* full packets: bytes */
+		assert_int_equal(p->a.paths[i].inflight, per_path[i]);
+		assert_int_equal(p->a.paths[i].inflight_bytes, per_path[i] * FULL);
 	}
 	assert_int_equal(p->a.txq[1].path, 2);
 	free(src);

@@ -846,6 +846,10 @@ static void test_pmtu(void **state)
 	}
 	assert_int_equal(a->pmtu.mtu, 9000);
 	assert_int_equal(a->stats.pmtu_probes, 1);
+	/* the window counts bytes: it started as 32 packets of 1500 and stays that, not 32 of 9000 */
+	assert_int_equal(a->npaths, 1);
+	assert_int_equal(conn_cwnd(a), 32 * 1500);
+	assert_int_equal(a->paths[0].cc.mss, 9000);
 
 	/* and then it shrinks, with a message under way */
 	for (i = 0; i < len; i++) {
@@ -856,6 +860,9 @@ static void test_pmtu(void **state)
 	engine_progress(&w->b.e);
 	wire_move(&w->b, &w->a, -1); /* the CTS */
 	engine_progress(&w->a.e);    /* a window of 9000-byte packets */
+	assert_true(a->paths[0].inflight_bytes >= conn_cwnd(a));
+	assert_true(a->paths[0].inflight_bytes < conn_cwnd(a) + 9000); /* 6 of them, not 32 */
+	assert_int_equal(a->paths[0].inflight, (32 * 1500 + 8999) / 9000);
 	wire_drop_above = HARP_ETH_HLEN + 1500;
 	run_for(w, both_done, 5000);
 	assert_int_equal(state_of(pmtu_s), REQ_DONE);
