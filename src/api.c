@@ -522,6 +522,7 @@ static int conn_new(struct harp_ctx *ctx, struct harp_conn **out)
 	}
 	c->ctx = ctx;
 	c->ctrl_fd = -1;
+	c->pacing = ctx->params.pacing == HARP_PACING_ON;
 	err = ctx_alloc_id(ctx, &c->id);
 	if (err) {
 		conn_destroy(c);

@@ -17,6 +17,8 @@
  * cumulative ack reaches it. A timeout drops the window to its floor, min_segs full packets.
  * When the smoothed RTT climbs well above the base RTT (queues building), the window shrinks by
  * 1/8, at most once per smoothed RTT.
+ *
+ * The pacer (internal.h) spreads the window over the round trip, in bytes too.
  */
 #include "internal.h"
 
@@ -195,4 +197,38 @@ void cc_on_timeout(struct cc *c, uint32_t next_psn)
 	c->acked_since_growth = 0;
 	c->recovery_psn = next_psn;
 	c->in_recovery = true;
+}
+
+void pace_init(struct pacer *pc, uint64_t now)
+{
+	pc->credit = 0;
+	pc->at_ns = now;
+}
+
+bool pace_ready(struct pacer *pc, const struct cc *c, const struct rtt_est *r, uint64_t now)
+{
+	uint64_t srtt_ns, per_rtt, burst, dt;
+
+	if (pc->credit > 0) {
+		return true;
+	}
+	if (!r || !r->have_sample || !r->srtt_us) {
+		pc->credit = 0; /* no round trip to spread over yet */
+		pc->at_ns = now;
+		return true;
+	}
+	srtt_ns = (uint64_t)r->srtt_us * 1000;
+	/* bytes a round trip at the pacing rate: 2 x cwnd in slow start, 5/4 x cwnd after */
+	per_rtt = c->cwnd < c->ssthresh ? 2ull * c->cwnd : (uint64_t)c->cwnd * 5 / 4;
+	burst = per_rtt / 4 > (uint64_t)CC_PACE_BURST_SEGS * c->mss ? per_rtt / 4
+								      : (uint64_t)CC_PACE_BURST_SEGS * c->mss;
+	dt = now > pc->at_ns ? now - pc->at_ns : 0;
+	/* per_rtt < 2^34 and dt < srtt_ns < 2^42: the product may need more than 64 bits */
+	pc->credit += (int64_t)(dt >= srtt_ns ? burst
+					      : (uint64_t)((unsigned __int128)per_rtt * dt / srtt_ns));
+	if (pc->credit > (int64_t)burst) {
+		pc->credit = (int64_t)burst;
+	}
+	pc->at_ns = now;
+	return pc->credit > 0;
 }

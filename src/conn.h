@@ -136,6 +136,7 @@ struct conn_path {
 	uint32_t inflight_max;	 /* packets: its share of HARP_CWND_MAX */
 	struct rtt_est rtt;
 	struct cc cc;
+	struct pacer pace;	 /* used where the connection paces (HARP_PACING) */
 	uint64_t rack_xmit_ns;	 /* send time of the latest packet acked on this path */
 	uint64_t last_ack_ns;	 /* last ack of a packet sent on it */
 	uint64_t waiting_since_ns; /* oldest send on it not answered by an ack since; 0: none */
@@ -325,6 +326,8 @@ struct harp_conn {
 	uint32_t cwnd_max;    /* HARP_CWND_MAX: packets, the whole connection's, split over its
 			       * paths; their windows in bytes stop at as many full-size packets */
 	uint32_t path_rr;     /* rotates pure ACKs and ties over the live paths */
+	bool pacing;	      /* HARP_PACING=on */
+	bool pace_held;	      /* the last conn_next_tx found a path with room held back by pacing */
 	uint16_t port_lo;     /* our UDP port range (source ports), host order */
 	uint16_t port_span;
 	uint16_t peer_port_lo; /* the peer's (destination ports), from its hello */
@@ -446,6 +449,11 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
  * caller logs and fails the connection).
  */
 bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns);
+/* conn_next_tx said no because pacing holds a path back: ask again soon, not on the next ack. */
+static inline bool conn_paced(const struct harp_conn *c)
+{
+	return c->pace_held;
+}
 /* Sum of the live paths' windows, in bytes. */
 uint32_t conn_cwnd(const struct harp_conn *c);
 

@@ -575,9 +575,9 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 				}
 				burst++;
 			}
-			if (burst == CONN_BURST || !tx_room(e, b)) {
+			if (burst == CONN_BURST || !tx_room(e, b) || conn_paced(c)) {
 				more |= burst == CONN_BURST;
-				pp = &c->links.next_tx; /* cut short: it stays */
+				pp = &c->links.next_tx; /* cut short, or paced: it stays */
 				continue;
 			}
 			*pp = c->links.next_tx; /* it said it has nothing more */

@@ -44,6 +44,7 @@ struct harp_params {
 /* Index values of the enum parameters, in the order of their choices in params.def. */
 enum { HARP_HUGEPAGES_AUTO, HARP_HUGEPAGES_ON, HARP_HUGEPAGES_OFF };
 enum { HARP_MULTI_BUFFER_AUTO, HARP_MULTI_BUFFER_OFF };
+enum { HARP_PACING_ON, HARP_PACING_OFF };
 enum { HARP_BIND_AUTO, HARP_BIND_ZEROCOPY, HARP_BIND_COPY };
 enum { HARP_XDP_NATIVE, HARP_XDP_SKB };
 
@@ -219,6 +220,27 @@ void cc_on_ack(struct cc *c, uint32_t newly_acked, uint32_t ack_psn, const struc
 /* Loss of psn detected while next_psn is the next one to send. */
 void cc_on_loss(struct cc *c, uint32_t psn, uint32_t next_psn);
 void cc_on_timeout(struct cc *c, uint32_t next_psn);
+
+/*
+ * Pacing: a path's reliable packets leave at gain x cwnd per smoothed RTT (gain 2 in slow start,
+ * 5/4 after, as Linux paces TCP), so that a window goes out spread over the round trip rather
+ * than in one burst into the first queue on the way. The pacer holds a credit of bytes, refilled
+ * for the time since it last ran dry, at most a quarter of a round trip's (and at least
+ * CC_PACE_BURST_SEGS full packets) ahead; a packet may go while the credit is above zero, and
+ * overdraws it by its size. Before the path's first RTT sample it does not hold anything back.
+ */
+#define CC_PACE_BURST_SEGS 16
+struct pacer {
+	int64_t credit; /* bytes that may go now */
+	uint64_t at_ns; /* refilled up to then */
+};
+void pace_init(struct pacer *pc, uint64_t now);
+/* May a packet go on this path now? Refills the credit first if it has run dry. */
+bool pace_ready(struct pacer *pc, const struct cc *c, const struct rtt_est *r, uint64_t now);
+static inline void pace_spend(struct pacer *pc, uint32_t bytes)
+{
+	pc->credit -= bytes;
+}
 
 /* Sequence-number comparison modulo 2^32. */
 static inline bool psn_before(uint32_t a, uint32_t b)

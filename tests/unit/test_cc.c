@@ -441,6 +441,61 @@ static void test_cc_bytes_and_mss(void **state)
 	assert_int_equal(c.ssthresh, 36000);
 }
 
+/* The pacer: 2 x cwnd a round trip in slow start, 5/4 x after; bursts of a quarter round trip. */
+static void test_pace(void **state)
+{
+	struct rtt_est r;
+	struct cc c;
+	struct pacer pc;
+	int i;
+
+	(void)state;
+	rtt_init(&r, 100 * MS, 1 * MS, 1000 * MS);
+	cc_init(&c, M, 100 * M, 2, 1024 * M);
+	pace_init(&pc, T0);
+	/* no RTT yet: nothing held back, whatever was spent */
+	for (i = 0; i < 1000; i++) {
+		assert_true(pace_ready(&pc, &c, &r, T0));
+		pace_spend(&pc, M);
+	}
+	assert_true(pace_ready(&pc, &c, NULL, T0));
+	rtt_sample(&r, 100); /* 100 us: 200 packets a round trip, bursts of 50 */
+	pace_init(&pc, T0);
+	assert_false(pace_ready(&pc, &c, &r, T0)); /* no time, no credit */
+	assert_true(pace_ready(&pc, &c, &r, T0 + 10000));
+	assert_int_equal(pc.credit, 20 * M); /* 10 us: a tenth of 200 */
+	pace_spend(&pc, 20 * M);
+	assert_false(pace_ready(&pc, &c, &r, T0 + 10000));
+	/* a long wait fills it only to the burst */
+	assert_true(pace_ready(&pc, &c, &r, T0 + 10000 + 1000000));
+	assert_int_equal(pc.credit, 50 * M);
+	/* a packet may overdraw it; the debt is paid from later time */
+	pace_spend(&pc, 49 * M);
+	assert_true(pace_ready(&pc, &c, &r, T0 + 1010000));
+	pace_spend(&pc, 10 * M);
+	assert_false(pace_ready(&pc, &c, &r, T0 + 1010000));
+	assert_false(pace_ready(&pc, &c, &r, T0 + 1014000)); /* 8 back of 9 owed */
+	assert_true(pace_ready(&pc, &c, &r, T0 + 1015000));
+	/* avoidance: 5/4 x cwnd a round trip; the burst never below 16 packets */
+	cc_on_loss(&c, 1, 2); /* cwnd = ssthresh = 50 packets: 62.5 a round trip */
+	pace_init(&pc, T0);
+	assert_true(pace_ready(&pc, &c, &r, T0 + 20000));
+	assert_int_equal(pc.credit, 12500);
+	pace_init(&pc, T0);
+	assert_true(pace_ready(&pc, &c, &r, T0 + 1000000));
+	assert_int_equal(pc.credit, CC_PACE_BURST_SEGS * M);
+	/* a clock read earlier than the last refill adds nothing */
+	pace_spend(&pc, pc.credit);
+	assert_false(pace_ready(&pc, &c, &r, T0));
+	/* the largest window and RTT do not overflow the arithmetic */
+	cc_init(&c, 16370, UINT32_MAX, 2, UINT32_MAX);
+	rtt_init(&r, 100 * MS, 1, UINT32_MAX);
+	rtt_sample(&r, UINT32_MAX);
+	pace_init(&pc, T0);
+	assert_true(pace_ready(&pc, &c, &r, T0 + (uint64_t)UINT32_MAX * 999));
+	assert_true(pc.credit > 0 && pc.credit <= 2ll * UINT32_MAX / 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_rtt_backoff),
 		cmocka_unit_test(test_cc_init),
 		cmocka_unit_test(test_cc_bytes_and_mss),
+		cmocka_unit_test(test_pace),
 		cmocka_unit_test(test_cc_slow_start),
 		cmocka_unit_test(test_cc_slow_start_stops_at_ssthresh),
 		cmocka_unit_test(test_cc_avoidance),

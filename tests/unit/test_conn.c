@@ -1432,6 +1432,58 @@ static void test_path_choice(void **state)
 	free(s);
 }
 
+/* Pacing: a window goes out over the round trip, a quarter RTT's worth at a time, in bytes. */
+static void test_pacing(void **state)
+{
+	struct pair *p = *state;
+	struct conn_path *path = &p->a.paths[0];
+	size_t len = 200 * PAYLOAD;
+	uint8_t *src = calloc(1, len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct conn_tx tx;
+	uint32_t window, burst, sent = 0;
+
+	p->a.pacing = true;
+	rtt_sample(&path->rtt, 1000); /* 1 ms */
+	window = path->cc.cwnd;	      /* 32 packets, in slow start: 2 windows a round trip */
+	assert_int_equal(window, 32 * FULL);
+	burst = 2 * window / 4;
+	assert_true(burst >= CC_PACE_BURST_SEGS * FULL);
+	pace_init(&path->pace, p->now - 2000000); /* idle for 2 RTTs: a full burst's credit */
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(&p->a, src, len, 1);
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		sent++;
+	}
+	/* a quarter of the round trip's bytes left at once; the rest is held by pacing */
+	assert_int_equal(sent, (burst + FULL - 1) / FULL);
+	assert_true(conn_paced(&p->a));
+	assert_true(path->inflight_bytes < window);
+	/* nothing more until time passes; a quarter RTT later, as much again */
+	assert_false(conn_next_tx(&p->a, &tx, p->now));
+	p->now += 250000;
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		sent++;
+	}
+	/* the window is full now: held by it, not by pacing */
+	assert_int_equal(path->inflight_bytes, window);
+	assert_int_equal(sent, window / FULL);
+	assert_false(conn_paced(&p->a));
+	/* off: the whole window at once */
+	p->a.pacing = false;
+	path->cc.cwnd = 2 * window;
+	sent = 0;
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		sent++;
+	}
+	assert_int_equal(sent, window / FULL);
+	assert_false(conn_paced(&p->a));
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 /* Probe rounds: candidates within both port ranges, distinct; only reported ones become paths. */
 static void test_probe_rounds(void **state)
 {
@@ -1669,6 +1721,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),

@@ -372,6 +372,12 @@ static void test_enum(void **state)
 	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
 	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "native", err, sizeof(err)), 0);
 	assert_int_equal(p.xdp_mode, HARP_XDP_NATIVE);
+	assert_int_equal(p.pacing, HARP_PACING_ON);
+	assert_int_equal(params_set(&p, "HARP_PACING", "off", err, sizeof(err)), 0);
+	assert_int_equal(p.pacing, HARP_PACING_OFF);
+	assert_int_equal(params_set(&p, "HARP_PACING", "0", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HARP_PACING=0"));
+	assert_non_null(strstr(err, "expected one of on|off"));
 	assert_int_equal(params_set(&p, "HARP_LOG_LEVEL", "error", err, sizeof(err)), 0);
 	assert_int_equal(p.log_level, HARP_LOG_ERROR);
 	assert_int_equal(params_set(&p, "HARP_LOG_LEVEL", "debug", err, sizeof(err)), 0);
@@ -597,6 +603,9 @@ static void test_validate_fields(void **state)
 	p.xdp_mode = 2;
 	check_validate_fails(&p, "HARP_XDP_MODE=");
 	params_defaults(&p);
+	p.pacing = 2;
+	check_validate_fails(&p, "HARP_PACING=");
+	params_defaults(&p);
 	memset(p.ifname, 'a', sizeof(p.ifname));
 	check_validate_fails(&p, "HARP_IFNAME is invalid");
 }
@@ -641,7 +650,7 @@ static void test_dump(void **state)
 		"HARP_PEER_TIMEOUT_MS",
 		"HARP_CONNECT_TIMEOUT_MS", "HARP_CONNS_MAX", "HARP_IDLE_PROGRESS_US", "HARP_SPIN_YIELD",
 		"HARP_AUTH", "HARP_PATHS",
-		"HARP_CWND_MAX", "HARP_SPEED_MBPS", "HARP_FAULT_DROP_PPM", "HARP_FAULT_ZC_STALL_MS", "HARP_FAULT_ZC_TX_CORRUPT_MS",
+		"HARP_CWND_MAX", "HARP_PACING", "HARP_SPEED_MBPS", "HARP_FAULT_DROP_PPM", "HARP_FAULT_ZC_STALL_MS", "HARP_FAULT_ZC_TX_CORRUPT_MS",
 		"HARP_FAULT_SEED",
 	};
 	struct harp_params p;
