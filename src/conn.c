@@ -1161,10 +1161,44 @@ static void undo_spurious_timeout(struct harp_conn *c, uint32_t ts_echo)
 	}
 }
 
+/*
+ * RFC 6356's coupled increase: the connection's paths together grow no faster than one window
+ * would on the best of them, so that 8 paths through one bottleneck do not act as 8 flows
+ * (whose windows of 2 or 3 packets each, through a 16-packet queue, lost a quarter of what they
+ * sent). Path i grows by one mss per max(cwnd_i, step) bytes acked, with step = cwnd_total /
+ * alpha = (sum of cwnd_i / rtt_i)^2 / max(cwnd_i / rtt_i^2). Paths on separate bottlenecks
+ * still each fill theirs; only slower. 0 (each path alone) until two paths have an RTT.
+ */
+static uint32_t coupled_step(const struct harp_conn *c)
+{
+	double sum = 0, best = 0, step;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct conn_path *p = &c->paths[i];
+		double w = p->cc.cwnd, r;
+
+		if (!p->live || !p->rtt.have_sample) {
+			continue;
+		}
+		r = p->rtt.srtt_us ? p->rtt.srtt_us : 1;
+		sum += w / r;
+		if (w / (r * r) > best) {
+			best = w / (r * r);
+		}
+		n++;
+	}
+	if (n < 2 || best <= 0) {
+		return 0;
+	}
+	step = sum * sum / best;
+	return step < UINT32_MAX ? (uint32_t)step : UINT32_MAX;
+}
+
 /* Per path: RTT sample, window growth, and the path's proof of life. */
 static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_t now)
 {
-	uint32_t i;
+	uint32_t i, step = UINT32_MAX; /* worked out once, if a path in avoidance needs it */
 
 	for (i = 0; i < c->npaths; i++) {
 		struct conn_path *p = &c->paths[i];
@@ -1180,7 +1214,11 @@ static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_
 			p->acked /= 2;
 			p->losses /= 2;
 		}
-		cc_on_ack(&p->cc, t->bytes[i], c->snd_una, &p->rtt, now);
+		if (step == UINT32_MAX && p->cc.cwnd >= p->cc.ssthresh) {
+			step = coupled_step(c);
+		}
+		cc_on_ack_coupled(&p->cc, t->bytes[i], c->snd_una, &p->rtt, now,
+				  step == UINT32_MAX ? 0 : step);
 		p->last_ack_ns = now;
 		p->waiting_since_ns = p->inflight ? now : 0;
 	}

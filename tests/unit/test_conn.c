@@ -199,6 +199,7 @@ static void run_clean(struct pair *p)
 	for (rounds = 0; rounds < 10000; rounds++) {
 		int n = emit(&p->a, &p->ab, p->now, false) + emit(&p->b, &p->ba, p->now, false);
 
+		n += p->ab.n + p->ba.n; /* forced acks from the last round: they may open a window */
 		deliver_all(&p->b, &p->ab, p->now);
 		deliver_all(&p->a, &p->ba, p->now);
 		p->now += 10000;
@@ -1484,6 +1485,58 @@ static void test_pacing(void **state)
 	free(s);
 }
 
+/* Sends n full packets from a to b and lets every ack come back. */
+static void transfer_full(struct pair *p, uint32_t n, uint32_t tag)
+{
+	size_t len = (size_t)n * PAYLOAD;
+	uint8_t *src = calloc(1, len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+
+	r = announce_recv(p, dst, len, tag);
+	s = post_send(&p->a, src, len, tag);
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/*
+ * Coupled increase (RFC 6356): four paths in avoidance grow together as one window would, a
+ * quarter packet each round trip between them, where four lone windows would each grow a
+ * packet a round trip. One path alone grows as before.
+ */
+static void test_coupled_increase(void **state)
+{
+	struct pair *p = *state;
+	uint32_t i, total = 0;
+
+	/* alone: 64 packets acked through a window of 8 in avoidance grow it 4 times or more */
+	p->a.paths[0].cc.cwnd = p->a.paths[0].cc.ssthresh = 8 * FULL;
+	rtt_sample(&p->a.paths[0].rtt, 100);
+	transfer_full(p, 64, 1);
+	assert_true(p->a.paths[0].cc.cwnd >= 12 * FULL);
+
+	more_paths(p, 4);
+	for (i = 0; i < 4; i++) {
+		struct conn_path *path = &p->a.paths[i];
+
+		path->cc.cwnd = path->cc.ssthresh = 8 * FULL;
+		path->cc.acked_since_growth = 0;
+		rtt_sample(&path->rtt, 100);
+	}
+	/* two windows of the four (64 packets): half a packet of growth in all, so none */
+	transfer_full(p, 64, 2);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(p->a.paths[i].cc.cwnd, 8 * FULL);
+		assert_true(p->a.paths[i].cc.acked_since_growth > 0);
+		total += p->a.paths[i].cc.acked_since_growth;
+	}
+	assert_true(total >= 64 * FULL - 4 * FULL); /* every path took its share of the bytes */
+}
+
 /* Probe rounds: candidates within both port ranges, distinct; only reported ones become paths. */
 static void test_probe_rounds(void **state)
 {
@@ -1722,6 +1775,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coupled_increase, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
