@@ -372,9 +372,9 @@ static void test_enum(void **state)
 	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
 	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "native", err, sizeof(err)), 0);
 	assert_int_equal(p.xdp_mode, HARP_XDP_NATIVE);
-	assert_int_equal(p.pacing, HARP_PACING_ON);
-	assert_int_equal(params_set(&p, "HARP_PACING", "off", err, sizeof(err)), 0);
 	assert_int_equal(p.pacing, HARP_PACING_OFF);
+	assert_int_equal(params_set(&p, "HARP_PACING", "on", err, sizeof(err)), 0);
+	assert_int_equal(p.pacing, HARP_PACING_ON);
 	assert_int_equal(params_set(&p, "HARP_PACING", "0", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HARP_PACING=0"));
 	assert_non_null(strstr(err, "expected one of on|off"));
