@@ -12,8 +12,8 @@
  * not multiply what is in flight six times, nor a fall divide it: packets of every size draw on
  * one budget. Below ssthresh it grows by the bytes acked (slow start), above it by one full
  * packet (mss) per window of bytes acked (congestion avoidance, RFC 5681's byte counting), or,
- * where the window is one of several paths' sharing a bottleneck, per `step` bytes acked (the
- * coupled increase of RFC 6356, which the caller works out over its paths). A loss
+ * where the window is one of several paths' sharing a bottleneck, per `step` bytes acked (a
+ * coupled increase, which the caller works out over its paths). A loss
  * halves it once per window of data: the decrease records next_psn as the recovery point, and
  * losses of packets sent before that point are the same congestion event; recovery ends when the
  * cumulative ack reaches it. A timeout drops the window to its floor, min_segs full packets.
