@@ -233,10 +233,10 @@ int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uin
 	pace_init(&p->pace, now);
 	/* The window starts at the path's share of CWND_INIT packets of the base size (not of a
 	 * ceiling the path may not carry) and stops at its share of HARP_CWND_MAX packets of the
-	 * largest size it may come to carry. Its floor is a share too: 8 paths each held at 4
+	 * largest size it may come to carry (a floor of 16 a path let HARP_CWND_MAX=16 send 128). Its floor is a share too: 8 paths each held at 4
 	 * packets kept 32 in flight through a hop whose queue and round trip held 21, and lost a
 	 * third of what they sent (300 Mbit/s, a 16-packet queue). */
-	p->inflight_max = per_max > 16 ? per_max : 16;
+	p->inflight_max = per_max ? per_max : 1; /* and pick_path holds the sum to HARP_CWND_MAX */
 	cc_init(&p->cc, mss,
 		(init > floor ? init : floor) * (mss < CONN_PMTU_BASE ? mss : CONN_PMTU_BASE), floor,
 		p->inflight_max * largest);
@@ -270,6 +270,9 @@ static int pick_path(struct harp_conn *c, int avoid, bool rtx, uint64_t now)
 	uint32_t k = c->npaths ? c->path_rr % c->npaths : 0; /* one division, not one a path */
 	uint32_t i;
 
+	if (c->inflight >= c->cwnd_max) {
+		return -1; /* HARP_CWND_MAX, over all paths (32 paths of 1 would pass 16 otherwise) */
+	}
 	for (i = 0; i < c->npaths; i++, k = k + 1 == c->npaths ? 0 : k + 1) {
 		const struct conn_path *p = &c->paths[k];
 		uint64_t score;

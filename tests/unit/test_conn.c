@@ -1534,6 +1534,39 @@ static void test_coupled_increase(void **state)
 	}
 }
 
+/* HARP_CWND_MAX holds over all paths: 16 with 8 paths is 16 packets in flight, not 8 x 16. */
+static void test_cwnd_max_all_paths(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 200 * PAYLOAD;
+	uint8_t *src = calloc(1, len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct conn_tx tx;
+	uint32_t sent = 0, i;
+
+	p->a.cwnd_max = 16;
+	more_paths(p, 8);
+	for (i = 0; i < 8; i++) {
+		p->a.paths[i].cc.cwnd = 100 * FULL; /* the windows would take far more */
+		assert_true(p->a.paths[i].inflight_max <= (i ? 2u : 1024u));
+	}
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(&p->a, src, len, 1);
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		wire_put(&p->ab, &tx);
+		sent++;
+	}
+	assert_int_equal(sent, 16);
+	assert_int_equal(p->a.inflight, 16);
+	run_clean(p); /* and the rest follows, 16 at a time */
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 /* Probe rounds: candidates within both port ranges, distinct; only reported ones become paths. */
 static void test_probe_rounds(void **state)
 {
@@ -1773,6 +1806,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coupled_increase, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cwnd_max_all_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
