@@ -8,12 +8,15 @@
  * variable is an error, so a typo fails init instead of silently running with a default.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -311,19 +314,40 @@ static int params_load_conf(struct harp_params *p, const char *path, char *err, 
 	const struct param_desc *d;
 	char *name, *value, *eq;
 	int lineno = 0, ret = 0;
+	struct stat st;
 	FILE *f;
+	int fd;
 
 	if (!path[0]) {
 		return 0;
 	}
-	f = fopen(path, "re");
-	if (!f) {
+	/* O_NONBLOCK: opening a FIFO would wait for a writer, and init with it */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
 		if (errno == ENOENT) {
 			return 0;
 		}
 		ret = -errno;
 		params_error(err, errlen, "the node profile %s (HARP_CONF) cannot be read: %s",
 			     path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		params_error(err, errlen, "the node profile %s (HARP_CONF) is not a regular file; "
+			     "name a file of HARP_* lines, or set HARP_CONF= for none", path);
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)) {
+		ret = -errno;
+		params_error(err, errlen, "the node profile %s (HARP_CONF) cannot be read: %s",
+			     path, strerror(errno));
+		if (f) {
+			fclose(f);
+		} else {
+			close(fd);
+		}
 		return ret;
 	}
 	while (fgets(line, sizeof(line), f)) {

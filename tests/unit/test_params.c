@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -512,8 +513,28 @@ static void test_conf(void **state)
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
 	assert_string_equal(p.queues, "auto");
 	setenv("HARP_CONF", "/tmp", 1);
-	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EIO);
-	assert_string_equal(err, "the node profile /tmp could not be read to its end");
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "the node profile /tmp (HARP_CONF) is not a regular file; name a "
+				 "file of HARP_* lines, or set HARP_CONF= for none");
+	/* a FIFO would block init until something wrote to it; a device never ends: refused */
+	{
+		char fifo[] = "/tmp/harp-conf-fifo.XXXXXX";
+
+		assert_non_null(mkdtemp(fifo));
+		strcat(fifo, "/conf");
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		setenv("HARP_CONF", fifo, 1);
+		assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "is not a regular file"));
+		assert_non_null(strstr(err, fifo));
+		unlink(fifo);
+		*strrchr(fifo, '/') = '\0';
+		rmdir(fifo);
+	}
+	setenv("HARP_CONF", "/dev/zero", 1);
+	assert_int_equal(params_load_env(&p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "the node profile /dev/zero (HARP_CONF) is not a regular file; "
+				 "name a file of HARP_* lines, or set HARP_CONF= for none");
 	setenv("HARP_CONF", "", 1);
 	assert_int_equal(params_load_env(&p, err, sizeof(err)), 0);
 	assert_string_equal(p.conf, "");
