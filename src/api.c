@@ -158,8 +158,9 @@ static int ctx_interface(struct harp_ctx *ctx)
 	if (p->mtu && p->mtu < ctx->ip_mtu) {
 		ctx->ip_mtu = p->mtu;
 	}
-	if (ctx->ip_mtu < 576) {
-		pr_err("interface %s: MTU %d is below 576", p->ifname, ctx->ip_mtu);
+	if (ctx->ip_mtu < HARP_MTU_MIN) {
+		pr_err("interface %s: its MTU %d is below %d, the least harp runs at", p->ifname,
+		       ctx->ip_mtu, HARP_MTU_MIN);
 		return -EINVAL;
 	}
 	return 0;

@@ -45,6 +45,7 @@ struct harp_params {
 enum { HARP_HUGEPAGES_AUTO, HARP_HUGEPAGES_ON, HARP_HUGEPAGES_OFF };
 enum { HARP_MULTI_BUFFER_AUTO, HARP_MULTI_BUFFER_OFF };
 enum { HARP_PACING_ON, HARP_PACING_OFF };
+#define HARP_MTU_MIN 576 /* the least IP MTU harp runs at (IPv4's minimum datagram) */
 enum { HARP_BIND_AUTO, HARP_BIND_ZEROCOPY, HARP_BIND_COPY };
 enum { HARP_XDP_NATIVE, HARP_XDP_SKB };
 

@@ -683,6 +683,13 @@ int params_validate(const struct harp_params *p, char *err, size_t errlen)
 			     p->frame_size, params_find("HARP_FRAME_SIZE")->doc);
 		return -EINVAL;
 	}
+	if (p->mtu && p->mtu < HARP_MTU_MIN) {
+		params_error(err, errlen,
+			     "HARP_MTU=%d is invalid: expected 0 or an IP MTU in %d..%lld (%s)",
+			     p->mtu, HARP_MTU_MIN, params_find("HARP_MTU")->max,
+			     params_find("HARP_MTU")->doc);
+		return -EINVAL;
+	}
 	if (p->frame_count & (p->frame_count - 1)) {
 		d = params_find("HARP_FRAME_COUNT");
 		params_error(err, errlen,

@@ -618,6 +618,15 @@ static void test_validate_fields(void **state)
 	p.mtu = 16371;
 	check_validate_fails(&p, "HARP_MTU=16371 is invalid");
 	params_defaults(&p);
+	p.mtu = 1;
+	check_validate_fails(&p, "HARP_MTU=1 is invalid: expected 0 or an IP MTU in 576..16370");
+	p.mtu = 576;
+	{
+		char ok[ERR_LEN] = "";
+
+		assert_int_equal(params_validate(&p, ok, sizeof(ok)), 0);
+	}
+	params_defaults(&p);
 	p.multi_buffer = 2;
 	check_validate_fails(&p, "HARP_MULTI_BUFFER=");
 	params_defaults(&p);
