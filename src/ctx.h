@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "engine.h"
+#include "ids.h"
 #include "netinfo.h"
 #include "pairs.h"
 
@@ -24,16 +25,14 @@ struct harp_ctx {
 	int ip_mtu;
 	uint32_t payload_max;
 	pthread_mutex_t setup_lock; /* set-up path only: the id allocator */
-	uint16_t id_gen[HARP_MAX_CONNS];
-	bool id_used[HARP_MAX_CONNS];
-	int nconns; /* ids in use */
+	struct conn_ids ids;
 	_Atomic uint32_t next_engine;
 	struct engine_keeper keeper; /* runs engines no caller has run lately */
 	_Atomic bool copy_fallback;  /* a zero-copy socket stalled: every engine binds in copy mode */
 	struct pairs pairs;	     /* which engine owns each port pair with a peer */
 };
 
-/* Connection ids: slot in the low 12 bits, a generation above, never 0. */
+/* Connection ids (ids.h), under setup_lock; at HARP_CONNS_MAX, -EMFILE and an error line. */
 int ctx_alloc_id(struct harp_ctx *ctx, uint32_t *id);
 void ctx_free_id(struct harp_ctx *ctx, uint32_t id);
 

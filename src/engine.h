@@ -14,10 +14,11 @@
 
 #include "chan.h"
 #include "conn.h"
+#include "ids.h"
 #include "steer.h"
 #include "xsk.h"
 
-#define HARP_MAX_CONNS 4096 /* per context; connection ids carry the slot in their low bits */
+#define HARP_MAX_CONNS IDS_SLOTS /* per context; connection ids carry the slot in their low bits */
 
 /* What an engine is given: it calls nothing above itself. */
 struct engine_env {
