@@ -344,7 +344,7 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
 	p->ptr_support = HNCCL_PTR_HOST;
 	p->speed = d->speed;
 	p->latency = 0;
-	p->max_comms = 65536;
+	p->max_comms = d->info.conns_max; /* HARP_CONNS_MAX: the next connection fails */
 	p->max_recvs = HP_MAX_RECVS;
 	p->max_p2p_bytes = HP_MAX_MSG;
 	p->max_coll_bytes = HP_MAX_MSG;

@@ -102,6 +102,7 @@ struct harp_ctx_info {
 	int speed_mbps;		/* link speed: the driver's, else HARP_SPEED_MBPS, else 10000 */
 	int speed_assumed;	/* 1: neither the driver nor HARP_SPEED_MBPS said (ENA): 10000 */
 	int multi_buffer;	/* 1: packets larger than a UMEM frame span descriptor chains */
+	int conns_max;		/* HARP_CONNS_MAX: connections open at once, at most */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 

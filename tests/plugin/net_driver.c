@@ -492,6 +492,12 @@ static int check_properties(struct drv *d, int dev, bool print)
 		     a.speed, a.max_comms, (double)a.latency);
 		return -1;
 	}
+	/* maxComms is what the plugin takes: HARP_CONNS_MAX (default 4095), not a round number */
+	if (a.max_comms != (getenv("HARP_CONNS_MAX") ? atoi(getenv("HARP_CONNS_MAX")) : 4095)) {
+		fail("getProperties(%d): maxComms %d, expected HARP_CONNS_MAX (%s)", dev, a.max_comms,
+		     getenv("HARP_CONNS_MAX") ? getenv("HARP_CONNS_MAX") : "4095 by default");
+		return -1;
+	}
 	if (a.net_device_type != HNCCL_NET_DEVICE_HOST ||
 	    a.net_device_version != HNCCL_NET_DEVICE_INVALID_VERSION) {
 		fail("getProperties(%d): netDeviceType %d version 0x%x, expected a host device",
