@@ -366,8 +366,14 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
 struct live_table {
 	struct live_table *retired; /* the one this replaced */
 	size_t cap;
-	_Atomic uintptr_t slot[]; /* 0: empty, 1: deleted, else a pointer */
+	_Atomic uintptr_t slot[]; /* 0: empty, 1: deleted, else a pointer | its kind */
 };
+
+/*
+ * What an entry is, in its pointer's low bits (comms and registrations are 16-byte aligned at
+ * least): a comm passed where a memory handle belongs, or the other way round, is not found.
+ */
+enum live_kind { LIVE_COMM = 2, LIVE_MR = 4 };
 
 static struct {
 	pthread_mutex_t lock;
@@ -378,7 +384,13 @@ static struct {
 
 static size_t live_hash(uintptr_t p, size_t cap)
 {
-	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+	return (size_t)((p >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1); /* the kind bits aside */
+}
+
+/* The entry for p of kind: 0 for a pointer the kind bits would not fit (never added). */
+static uintptr_t live_key(const void *p, enum live_kind kind)
+{
+	return (uintptr_t)p & 15 ? 0 : (uintptr_t)p | kind;
 }
 
 /* The slot holding p, or (writers) the deleted or empty slot where it would go. */
@@ -424,11 +436,15 @@ static bool live_rebuild(void)
 	return true;
 }
 
-static bool live_add(const void *p)
+static bool live_add(const void *ptr, enum live_kind kind)
 {
+	uintptr_t p = live_key(ptr, kind);
 	struct live_table *t;
 	bool ok = true;
 
+	if (!p) {
+		return false;
+	}
 	pthread_mutex_lock(&live.lock);
 	t = atomic_load_explicit(&live.table, memory_order_relaxed);
 	if (!t || (live.used + 1) * 2 > t->cap) {
@@ -436,31 +452,32 @@ static bool live_add(const void *p)
 		t = atomic_load_explicit(&live.table, memory_order_relaxed);
 	}
 	if (ok) {
-		size_t i = live_find(t, (uintptr_t)p);
+		size_t i = live_find(t, p);
 		uintptr_t was = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
 
-		if (was != (uintptr_t)p) {
+		if (was != p) {
 			live.used += was == 0;
 			live.count++;
-			atomic_store_explicit(&t->slot[i], (uintptr_t)p, memory_order_release);
+			atomic_store_explicit(&t->slot[i], p, memory_order_release);
 		}
 	}
 	pthread_mutex_unlock(&live.lock);
 	return ok;
 }
 
-/* true when p was there (and is gone now) */
-static bool live_del(const void *p)
+/* true when p, of that kind, was there (and is gone now) */
+static bool live_del(const void *ptr, enum live_kind kind)
 {
+	uintptr_t p = live_key(ptr, kind);
 	struct live_table *t;
 	bool found = false;
 
 	pthread_mutex_lock(&live.lock);
 	t = atomic_load_explicit(&live.table, memory_order_relaxed);
-	if (p && t) {
-		size_t i = live_find(t, (uintptr_t)p);
+	if (ptr && p && t) {
+		size_t i = live_find(t, p);
 
-		found = atomic_load_explicit(&t->slot[i], memory_order_relaxed) == (uintptr_t)p;
+		found = atomic_load_explicit(&t->slot[i], memory_order_relaxed) == p;
 		if (found) {
 			atomic_store_explicit(&t->slot[i], 1, memory_order_release);
 			live.count--;
@@ -470,15 +487,15 @@ static bool live_del(const void *p)
 	return found;
 }
 
-static bool live_has(const void *p)
+static bool live_has(const void *ptr, enum live_kind kind)
 {
 	struct live_table *t = atomic_load_explicit(&live.table, memory_order_acquire);
+	uintptr_t p = live_key(ptr, kind);
 
-	if (!p || !t) {
+	if (!ptr || !p || !t) {
 		return false;
 	}
-	return atomic_load_explicit(&t->slot[live_find(t, (uintptr_t)p)], memory_order_acquire) ==
-	       (uintptr_t)p;
+	return atomic_load_explicit(&t->slot[live_find(t, p)], memory_order_acquire) == p;
 }
 
 /* NCCL unloads the plugin at the end: the tables go with it (whatever NCCL left registered) */
@@ -502,7 +519,7 @@ static const char *kind_name(enum hp_comm_kind kind)
 /* c is an open comm of this kind (any kind: 0); else one WARN naming what was wrong. */
 static bool comm_ok(const struct hp_comm *c, enum hp_comm_kind kind, const char *call)
 {
-	if (!live_has(c)) {
+	if (!live_has(c, LIVE_COMM)) {
 		HP_WARN("%s: %p is not an open harp comm (closed already, or never one)", call,
 			(const void *)c);
 		return false;
@@ -527,7 +544,8 @@ static struct hp_req *req_live(void *request)
 	uintptr_t first = (uintptr_t)c->reqs; /* an address, not a read */
 
 	if (!request || p < first || (p - first) % sizeof(struct hp_req) ||
-	    (p - first) / sizeof(struct hp_req) >= HP_REQS || !live_has(c) || c->kind == HP_LISTEN) {
+	    (p - first) / sizeof(struct hp_req) >= HP_REQS || !live_has(c, LIVE_COMM) ||
+	    c->kind == HP_LISTEN) {
 		return NULL;
 	}
 	return ((struct hp_req *)request)->req ? request : NULL;
@@ -552,7 +570,7 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 		c->reqs[i].next_free = c->free_reqs;
 		c->free_reqs = &c->reqs[i];
 	}
-	if (!live_add(c)) {
+	if (!live_add(c, LIVE_COMM)) {
 		free(c);
 		return NULL;
 	}
@@ -564,7 +582,7 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 
 static void comm_free(struct hp_comm *c)
 {
-	(void)live_del(c);
+	(void)live_del(c, LIVE_COMM);
 	pthread_mutex_lock(&g.lock);
 	if (--g.comms == 0 && g.destroy_pending) {
 		devices_destroy();
@@ -774,7 +792,7 @@ hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **m
 	if (err) {
 		return hp_result(err);
 	}
-	if (!live_add(mr)) {
+	if (!live_add(mr, LIVE_MR)) {
 		harp_mr__dereg(mr);
 		return HNCCL_SYSTEM_ERROR;
 	}
@@ -800,7 +818,7 @@ hnccl_result_t hp_dereg_mr(void *comm, void *mhandle)
 	if (!mhandle) {
 		return HNCCL_SUCCESS;
 	}
-	if (!live_del(mhandle)) {
+	if (!live_del(mhandle, LIVE_MR)) {
 		HP_WARN("deregMr: %p is not a registered harp memory handle (deregistered already, "
 			"or never one)",
 			mhandle);
@@ -856,7 +874,7 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 	if (!comm_ok(c, HP_SEND, "isend")) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
-	if (mhandle && !live_has(mhandle)) {
+	if (mhandle && !live_has(mhandle, LIVE_MR)) {
 		HP_WARN("isend: %p is not a registered harp memory handle", mhandle);
 		return HNCCL_INVALID_ARGUMENT;
 	}
@@ -895,6 +913,11 @@ hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	for (i = 0; i < n; i++) {
+		if (mhandles && mhandles[i] && !live_has(mhandles[i], LIVE_MR)) {
+			HP_WARN("irecv: buffer %d's %p is not a registered harp memory handle", i,
+				mhandles[i]);
+			return HNCCL_INVALID_ARGUMENT;
+		}
 		utags[i] = (uint32_t)tags[i];
 	}
 	r = req_get(c);

@@ -1235,6 +1235,30 @@ static int check_misuse_open(struct drv *d, struct pair *p)
 		fail("isend with a deregistered memory handle gave a request");
 		rc = -1;
 	}
+	/* handles of the wrong kind: a comm where a memory handle goes, and the other way round */
+	rc |= misuse_refused(d, "isend with a comm as its memory handle",
+			     d->api.isend(p->send, buf, 8, 1, p->send, NULL, &req));
+	rc |= misuse_refused(d, "deregMr of a comm", d->api.dereg_mr(p->send, p->recv));
+	NET_CALL(d->api.reg_mr(p->recv, buf, sizeof(buf), HNCCL_PTR_HOST, &mh));
+	{
+		void *mh2 = NULL, *data = buf, *junk_mh = junk;
+		size_t cap = sizeof(buf);
+		int tag = 1;
+
+		rc |= misuse_refused(d, "regMr with a memory handle as its comm",
+				     d->api.reg_mr(mh, buf, sizeof(buf), HNCCL_PTR_HOST, &mh2));
+		rc |= misuse_refused(d, "irecv with a junk memory handle",
+				     d->api.irecv(p->recv, 1, &data, &cap, &tag, &junk_mh, NULL,
+						  &req));
+		rc |= misuse_refused(d, "irecv with a send comm as its memory handle",
+				     d->api.irecv(p->recv, 1, &data, &cap, &tag, &p->send, NULL,
+						  &req));
+		if (req || mh2) {
+			fail("a refused irecv or regMr gave a request or a handle");
+			rc = -1;
+		}
+	}
+	NET_CALL(d->api.dereg_mr(p->recv, mh));
 	return rc ? -1 : 0;
 }
 
