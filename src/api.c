@@ -511,8 +511,12 @@ static void conn_destroy(struct harp_conn *c)
 	free(c);
 }
 
-/* A new connection in *out, or -EMFILE at HARP_CONNS_MAX (said) or -ENOMEM. */
-static int conn_new(struct harp_ctx *ctx, struct harp_conn **out)
+/*
+ * A new connection in *out, or -EMFILE at HARP_CONNS_MAX (said) or -ENOMEM. numbered: it takes
+ * its id (and its place under HARP_CONNS_MAX) now; a listener's set-up takes it only once the
+ * peer's hello has checked out (ctrl_establish), so strangers' connections count for nothing.
+ */
+static int conn_new(struct harp_ctx *ctx, struct harp_conn **out, bool numbered)
 {
 	struct harp_conn *c = calloc(1, sizeof(*c));
 	int err;
@@ -524,7 +528,7 @@ static int conn_new(struct harp_ctx *ctx, struct harp_conn **out)
 	c->ctx = ctx;
 	c->ctrl_fd = -1;
 	c->pacing = ctx->params.pacing == HARP_PACING_ON;
-	err = ctx_alloc_id(ctx, &c->id);
+	err = numbered ? ctx_alloc_id(ctx, &c->id) : 0;
 	if (err) {
 		conn_destroy(c);
 		return err;
@@ -573,6 +577,17 @@ static struct harp_conn *pending_take(struct harp_listener *l, int i)
 	return c;
 }
 
+/* A failure strangers can cause, said as listener_drop says its lines: the first few, then
+ * every 1000th. */
+static void listener_note(struct harp_listener *l, const char *what, const char *why)
+{
+	l->dropped++;
+	if (l->dropped <= 8 || l->dropped % 1000 == 0) {
+		pr_warn("listen: %s (%s); %llu set-ups dropped so far, accepting goes on", what, why,
+			(unsigned long long)l->dropped);
+	}
+}
+
 /* Drops pending set-up i (failed, timed out, or pushed out by a newer one). */
 static void listener_drop(struct harp_listener *l, int i, int err)
 {
@@ -609,19 +624,30 @@ int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
 		if (err == -EAGAIN) {
 			break;
 		}
-		if (err) {
+		if (err == -EBADF || err == -EINVAL || err == -ENOTSOCK) {
 			pr_err("listen: accepting a connection failed: %s", strerror(-err));
-			return err;
+			return err; /* the listening socket itself is gone */
 		}
-		err = conn_new(l->ctx, &c);
 		if (err) {
-			close(fd); /* the peer sees the connection end; this side says why */
-			return err;
+			/* out of descriptors or memory, for now: what waits is taken on a later call,
+			 * and no stranger's connection fails the caller */
+			listener_note(l, "accepting a connection failed", strerror(-err));
+			break;
 		}
-		err = ctrl_adopt(l, c, fd, peer);
+		err = conn_new(l->ctx, &c, false);
+		if (!err) {
+			err = ctrl_adopt(l, c, fd, peer);
+			fd = -1; /* the connection's now, closed with it */
+			if (err) {
+				conn_destroy(c);
+			}
+		}
 		if (err) {
-			conn_destroy(c);
-			return err;
+			if (fd >= 0) {
+				close(fd); /* the peer sees the connection end */
+			}
+			listener_note(l, "a connection could not be set up", strerror(-err));
+			continue;
 		}
 		if (l->npending == LISTEN_PENDING) {
 			listener_drop(l, 0, 0);
@@ -668,7 +694,7 @@ int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct 
 		return -EINVAL;
 	}
 	*out = NULL;
-	err = conn_new(ctx, &c);
+	err = conn_new(ctx, &c, true);
 	if (err) {
 		return err;
 	}

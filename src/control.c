@@ -346,6 +346,12 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 		       s->peer_name, c->ctx->params.auth);
 		return err;
 	}
+	if (view.refuse_errno == EMFILE) {
+		pr_err("setup with %s: the listener refused the connection: it has as many harp "
+		       "connections open as its HARP_CONNS_MAX allows",
+		       s->peer_name);
+		return err;
+	}
 	pr_err("setup with %s: %s", s->peer_name, why);
 	return err;
 }
@@ -493,6 +499,15 @@ static int step_acceptor(struct harp_conn *c)
 		}
 		err = check_hello(c, &s->in, HELLO_REQ);
 		if (err) {
+			refuse(c, err);
+			return err;
+		}
+		/* a peer with the handle: only now does the set-up take an id, and a place under
+		 * HARP_CONNS_MAX (ctx_alloc_id says so when there is none) */
+		err = ctx_alloc_id(c->ctx, &c->id);
+		if (err) {
+			setup_fail(c, "this process has HARP_CONNS_MAX=%d connections open",
+				   c->ctx->params.conns_max);
 			refuse(c, err);
 			return err;
 		}

@@ -71,6 +71,27 @@ static int hello_numbers(const struct hello *h, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * The errno a listener refuses with (control.c): those it sends, else ECONNREFUSED. Nothing a
+ * peer says makes this side take a refusal for "try again" (EAGAIN) or for its own failure.
+ */
+static uint16_t refuse_errno_known(uint16_t e)
+{
+	switch (e) {
+	case EKEYREJECTED: /* HARP_AUTH differs */
+	case EPROTO:	   /* the request made no sense to it */
+	case EINVAL:	   /* a handle of another listener */
+	case EMFILE:	   /* it has HARP_CONNS_MAX connections */
+	case ENOMEM:
+	case EHOSTUNREACH: /* it finds no route back */
+	case ENETUNREACH:
+	case EXDEV:	   /* its route back leaves by another interface */
+		return e;
+	default:
+		return ECONNREFUSED;
+	}
+}
+
 int ctrlmsg_hello_check(const void *bytes, size_t len, enum hello_type want, uint64_t nonce,
 			struct ctrlmsg_hello_view *view, char *why, size_t whylen)
 {
@@ -96,11 +117,19 @@ int ctrlmsg_hello_check(const void *bytes, size_t len, enum hello_type want, uin
 		return -EPROTO;
 	}
 	view->type = ntohs(h.type);
-	if (view->type == HELLO_REFUSE) {
-		view->refuse_errno = ntohs(h.refuse_errno);
+	/* A refusal answers a request: only a connector waits for one, and it carries the
+	 * listener's nonce, as the answer it replaces would. */
+	if (view->type == HELLO_REFUSE && want == HELLO_OK && h.nonce == nonce) {
+		view->refuse_errno = refuse_errno_known(ntohs(h.refuse_errno));
 		snprintf(why, whylen, "the listener refused the connection: %s",
 			 strerror(view->refuse_errno));
-		return view->refuse_errno ? -(int)view->refuse_errno : -ECONNREFUSED;
+		return -(int)view->refuse_errno;
+	}
+	if (view->type == HELLO_REFUSE) {
+		view->type = 0; /* not one this side takes: a protocol error like any other */
+		snprintf(why, whylen, "a refusal where %s belongs",
+			 want == HELLO_OK ? "an answer to this connection (wrong nonce)" : "a request");
+		return -EPROTO;
 	}
 	if (view->type != want) {
 		snprintf(why, whylen, "a hello of type %u where %u belongs", view->type,

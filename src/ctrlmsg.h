@@ -94,8 +94,10 @@ struct ctrlmsg_hello_view {
 /*
  * Checks the hello in the len bytes at bytes: the magic, the version, the type (want, or a
  * refusal), want HELLO_REQ's nonce, and the numbers the connection will run on. Returns 0;
- * -EPROTO or -EINVAL; or, for a refusal, the listener's errno negated (-ECONNREFUSED when it
- * gave none). why says what is wrong; view says whether the peer refused.
+ * -EPROTO or -EINVAL; or, for a refusal, the listener's errno negated. A refusal counts only
+ * where a connector waits for the listener's answer (want HELLO_OK) and carries the nonce, and
+ * its errno only if it is one a listener sends (else -ECONNREFUSED); anywhere else it is a
+ * protocol error. why says what is wrong; view says whether the peer refused.
  */
 int ctrlmsg_hello_check(const void *bytes, size_t len, enum hello_type want, uint64_t nonce,
 			struct ctrlmsg_hello_view *view, char *why, size_t whylen);

@@ -50,10 +50,14 @@ static void fuzz_hello(const uint8_t *msg, size_t len, enum hello_type want)
 	}
 	check_why(why, sizeof(why));
 	if (view.type == HELLO_REFUSE) {
-		/* the listener's errno, so the connector fails as the listener did */
-		CHECK(err == (view.refuse_errno ? -(int)view.refuse_errno : -ECONNREFUSED));
+		/* taken only by a connector, with the listener's nonce; the listener's errno if it
+		 * is one a listener sends, so the connector fails as the listener did; never one
+		 * that would make it wait on (EAGAIN) */
 		memcpy(&h, msg, sizeof(h));
-		CHECK(ntohs(h.refuse_errno) == view.refuse_errno);
+		CHECK(want == HELLO_OK && h.nonce == FUZZ_CTRL_NONCE);
+		CHECK(err == -(int)view.refuse_errno && view.refuse_errno != EAGAIN);
+		CHECK(ntohs(h.refuse_errno) == view.refuse_errno ||
+		      view.refuse_errno == ECONNREFUSED);
 		return;
 	}
 	/* a wrong nonce is the one -EINVAL, and only the listener checks it */

@@ -125,6 +125,12 @@ static int seed_hellos(const char *dir)
 		    -EHOSTUNREACH);
 	err |= seed(dir, "hello-refuse-none", ok, hello_at_buf(HELLO_REFUSE, 0, 0),
 		    -ECONNREFUSED);
+	/* ... and what a stranger sends: "try again", which would keep a set-up waiting; a
+	 * refusal sent to the listener, where none belongs */
+	err |= seed(dir, "hello-refuse-eagain", ok, hello_at_buf(HELLO_REFUSE, 0, EAGAIN),
+		    -ECONNREFUSED);
+	err |= seed(dir, "hello-refuse-to-listener", req, hello_at_buf(HELLO_REFUSE, 0, EAGAIN),
+		    -EPROTO);
 	return err;
 }
 

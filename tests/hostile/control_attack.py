@@ -20,12 +20,24 @@ def conn():
     s.setblocking(False)
     return s
 
-def hello(nonce):
-    # magic "HRPC", control protocol 5, HELLO_REQ, nonce, token, id, address, UDP port, queues,
-    # MTU, refuse errno, UDP port count, auth flags (none), 21 reserved bytes, no key: 96 bytes
-    # in network order
-    return struct.pack("!IHH8sQIIHHHHHB21x32x", 0x48525043, 5, 1, nonce, 7, 99, 0x0a000001,
-                       47000, 1, 1500, 0, 64, 0)
+def hello_version():
+    # the control protocol this tree speaks (src/ctrlmsg.h), so a hello fails only for what
+    # the case means it to
+    here = os.path.dirname(os.path.abspath(__file__))
+    for line in open(os.path.join(here, "..", "..", "src", "ctrlmsg.h")):
+        if line.startswith("#define HELLO_VERSION"):
+            return int(line.split()[2])
+    raise SystemExit("control_attack: no HELLO_VERSION in src/ctrlmsg.h")
+
+HELLO_REQ, HELLO_REFUSE = 1, 3
+EAGAIN = 11
+
+def hello(nonce, kind=HELLO_REQ, refuse_errno=0):
+    # magic "HRPC", control protocol, type, nonce, token, id, address, UDP port, queues, MTU,
+    # refuse errno, UDP port count, auth flags (none), 21 reserved bytes, no key: 96 bytes in
+    # network order
+    return struct.pack("!IHH8sQIIHHHHHB21x32x", 0x48525043, hello_version(), kind, nonce, 7,
+                       99, 0x0a000001, 47000, 1, 1500, refuse_errno, 64, 0)
 
 HELLO_BYTES = 96  # a whole hello's worth, so the listener judges it rather than waits for more
 
@@ -35,6 +47,13 @@ if kind == "garbage":
 elif kind == "nonce":
     wrong = bytes(b ^ 0xff for b in nonce)
     s = conn(); s.send(hello(wrong)); held.append(s)
+elif kind == "refuse":
+    # refusals to the listener, "try again" in them: a set-up must not wait on one
+    for _ in range(20):
+        s = conn(); s.send(hello(nonce, HELLO_REFUSE, EAGAIN)); held.append(s)
+elif kind == "connsmax":
+    # more silent connections than the listener's HARP_CONNS_MAX (listener.sh sets 4)
+    held = [conn() for _ in range(20)]
 elif kind == "partial":
     s = conn(); s.send(hello(nonce)[:10]); held.append(s)
 elif kind == "slowloris":

@@ -13,6 +13,10 @@
 #   oversized    a hello's 96 bytes of junk followed by 1 MiB more
 #   reset        connections reset (RST) as soon as they are made
 #   many         1,000 connections at once, each sending garbage
+#   refuse       20 refusals (HELLO_REFUSE, errno EAGAIN) sent to the listener: dropped at once,
+#                with no error-level line (each accept call logged one for 10 s before)
+#   connsmax     20 silent connections against HARP_CONNS_MAX=4: set-ups that have not said
+#                hello count for nothing (accept failed: "this process has 4 harp connections")
 #
 #   listener.sh
 #
@@ -37,10 +41,13 @@ topo_pair 1500 1 || exit 1
 in_a=(ip netns exec "$ns_a" env HARP_IFNAME="$if_a" HARP_QUEUES=1)
 in_b=(ip netns exec "$ns_b" env HARP_IFNAME="$if_b" HARP_QUEUES=1)
 
-for kind in garbage nonce partial slowloris oversized reset many; do
+for kind in garbage nonce partial slowloris oversized reset many refuse connsmax; do
 	d=$tmp/$kind
 	mkdir -p "$d"
-	spawn_bounded 120 "${in_b[@]}" HARP_LOG_LEVEL=info "$xfer" server --ifname "$if_b" \
+	extra=()
+	[[ $kind == connsmax ]] && extra=(HARP_CONNS_MAX=4)
+	spawn_bounded 120 "${in_b[@]}" "${extra[@]}" HARP_LOG_LEVEL=info "$xfer" server \
+		--ifname "$if_b" \
 		--handle-file "$d/handle" --sizes 0,4095,1M --timeout 60 >"$d/server.out" 2>"$d/server.err"
 	srv=$spawned_pid
 	pids+=("$srv")
@@ -76,10 +83,16 @@ for kind in garbage nonce partial slowloris oversized reset many; do
 	# waiting for their hello when the transfer ends; reset ones may be gone before the
 	# listener takes them)
 	case $kind in
-	garbage | nonce | oversized | many)
+	garbage | nonce | oversized | many | refuse)
 		((dropped > 0)) || report "$kind: the server never said it dropped a set-up"
 		;;
 	esac
+	# what strangers do never reaches the error level (the line is in every case's log)
+	errors=$(grep -c 'harp: ERROR' "$d/server.err" || true)
+	((errors == 0)) || {
+		report "$kind: $errors error-level lines on the server"
+		grep -m3 'harp: ERROR' "$d/server.err" | sed 's/^/    /'
+	}
 done
 
 if ((fail)); then
