@@ -29,8 +29,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/if_xdp.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/xdp_diag.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -68,6 +72,7 @@ static struct {
 	int nifaces;
 	struct client *clients;
 	int nclients;
+	bool diag_said; /* said once that this kernel cannot tell where a socket is bound */
 	volatile sig_atomic_t stop;
 } A = { .socket_path = "/run/harp/agent.sock", .pin_root = "/sys/fs/bpf/harp",
 	.max_clients = 256 };
@@ -228,26 +233,203 @@ static struct client *holder_of(const struct iface *f, int queue, const struct c
 	return NULL;
 }
 
-/* Forgets queue of c: its holder record, and its socket if still in the map. */
+/*
+ * Forgets queue of c: its holder record, and its socket if still in the map. Where the holders'
+ * map says someone else holds the queue now (c's socket closed, and another process bound the
+ * queue and entered its own), nothing of theirs is touched.
+ */
 static void leave(struct client *c, int queue)
 {
 	struct harp_queue_owner o, none = { 0 };
 	__u32 key = (__u32)queue;
 
 	c->queues &= ~(1ull << queue);
-	if (c->ifc->owners >= 0 && !bpf_map_lookup_elem(c->ifc->owners, &key, &o) &&
-	    o.pid == c->owner.pid && o.pidns == c->owner.pidns) {
+	if (c->ifc->owners >= 0 && !bpf_map_lookup_elem(c->ifc->owners, &key, &o)) {
+		if (o.pid != c->owner.pid || o.pidns != c->owner.pidns ||
+		    o.since_ns != c->owner.since_ns) {
+			return; /* not the entry this client wrote */
+		}
 		(void)bpf_map_update_elem(c->ifc->owners, &key, &none, 0);
 	}
 	(void)bpf_map_delete_elem(c->ifc->xsks, &key); /* gone already if its socket closed */
+}
+
+/*
+ * Where the AF_XDP socket fd is bound, as the kernel says (sock_diag's XDP_SHOW_INFO, looked up
+ * by the socket's inode among this network namespace's AF_XDP sockets): 0 with *ifindex and
+ * *queue; -ENOENT when it is not bound (or not found); -EOPNOTSUPP when the kernel has no
+ * sock_diag for AF_XDP (CONFIG_XDP_SOCKETS_DIAG unset, or xsk_diag not loaded).
+ */
+static int xsk_binding(int fd, uint32_t *ifindex, uint32_t *queue)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct xdp_diag_req req;
+	} ask = {
+		.nlh = { .nlmsg_len = sizeof(ask), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.req = { .sdiag_family = AF_XDP, .xdiag_show = XDP_SHOW_INFO },
+	};
+	union {
+		struct nlmsghdr h;
+		char bytes[16384];
+	} buf;
+	struct stat st;
+	int nl, err = -ENOENT;
+	bool done = false;
+
+	if (fstat(fd, &st)) {
+		return -errno;
+	}
+	nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0) {
+		return -errno;
+	}
+	if (send(nl, &ask, sizeof(ask), 0) != (ssize_t)sizeof(ask)) {
+		err = -errno;
+		done = true;
+	}
+	while (!done) {
+		ssize_t n = recv(nl, &buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (n <= 0) {
+			err = n ? -errno : -EIO;
+			break;
+		}
+		for (h = &buf.h; (size_t)n >= sizeof(*h) && h->nlmsg_len >= sizeof(*h) &&
+				 h->nlmsg_len <= (size_t)n;
+		     n -= (ssize_t)NLMSG_ALIGN(h->nlmsg_len) < n ? (ssize_t)NLMSG_ALIGN(h->nlmsg_len) : n,
+		     h = (struct nlmsghdr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len))) {
+			const struct xdp_diag_msg *m = NLMSG_DATA(h);
+			const struct nlattr *a;
+			size_t left;
+
+			if (h->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				/* ENOENT: no sock_diag handler for AF_XDP (CONFIG_XDP_SOCKETS_DIAG,
+				 * the xsk_diag module) */
+				err = e->error == -ENOENT ? -EOPNOTSUPP : e->error ? e->error : -EIO;
+				done = true;
+				break;
+			}
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)) || m->xdiag_ino != st.st_ino) {
+				continue;
+			}
+			a = (const struct nlattr *)((const char *)m + NLMSG_ALIGN(sizeof(*m)));
+			left = h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(*m)));
+			while (left >= sizeof(*a) && a->nla_len >= sizeof(*a) && a->nla_len <= left) {
+				const struct xdp_diag_info *info = (const void *)(a + 1);
+				size_t step = ((size_t)a->nla_len + NLA_ALIGNTO - 1) & ~(size_t)(NLA_ALIGNTO - 1);
+
+				if (a->nla_type == XDP_DIAG_INFO &&
+				    a->nla_len >= NLA_HDRLEN + sizeof(*info) && info->ifindex) {
+					*ifindex = info->ifindex;
+					*queue = info->queue_id;
+					err = 0;
+				}
+				left -= step < left ? step : left;
+				a = (const struct nlattr *)((const char *)a + step);
+			}
+		}
+	}
+	close(nl);
+	return err;
+}
+
+/*
+ * The holder record of c, as the agent knows it rather than as c says: where c is visible from
+ * here (SO_PEERCRED gave its pid), its pid in its own pid namespace (the last NSpid), that
+ * namespace and its name, read from /proc; the time is the agent's. Only a client the agent
+ * cannot see (another pod's pid namespace) is taken at its word for pid, namespace and name.
+ */
+static void owner_record(const struct client *c, const struct harp_agent_msg *req,
+			 struct harp_queue_owner *o)
+{
+	char path[64], line[256];
+	struct timespec now;
+	struct stat st;
+	FILE *f;
+
+	*o = req->owner;
+	o->comm[sizeof(o->comm) - 1] = '\0';
+	clock_gettime(CLOCK_REALTIME, &now);
+	o->since_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	if (c->pid <= 0) {
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)c->pid);
+	o->pidns = stat(path, &st) ? 0 : (uint32_t)st.st_ino;
+	o->pid = (uint32_t)c->pid;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)c->pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "NSpid:", 6)) {
+			char *last = strrchr(line, '\t');
+
+			o->pid = (uint32_t)strtoul(last ? last + 1 : line + 6, NULL, 10);
+			break;
+		}
+	}
+	if (f) {
+		fclose(f);
+	}
+	memset(o->comm, 0, sizeof(o->comm));
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)c->pid);
+	f = fopen(path, "re");
+	if (f && fgets(o->comm, sizeof(o->comm), f)) {
+		o->comm[strcspn(o->comm, "\n")] = '\0';
+	}
+	if (f) {
+		fclose(f);
+	}
+}
+
+/*
+ * Does the holders' map name a live process, not one of the agent's clients, as queue key's
+ * holder (a process that bound it through the pins)? Then refused, into resp. Liveness is told
+ * only where the holder's pid namespace is the agent's; a record from elsewhere is taken as
+ * stale, since it cannot be told from one whose process died.
+ */
+static bool held_elsewhere(const struct client *c, __u32 key, struct harp_agent_msg *resp)
+{
+	struct harp_queue_owner o;
+	struct stat st;
+	int i;
+
+	if (c->ifc->owners < 0 || bpf_map_lookup_elem(c->ifc->owners, &key, &o) || !o.pid) {
+		return false;
+	}
+	for (i = 0; i < A.nclients; i++) {
+		const struct client *k = &A.clients[i];
+
+		if (k->ifc == c->ifc && (k->queues >> key & 1) && k->owner.pid == o.pid &&
+		    k->owner.pidns == o.pidns) {
+			return false; /* the agent's own record: holder_of judges it */
+		}
+	}
+	if (stat("/proc/self/ns/pid", &st) || (uint32_t)st.st_ino != o.pidns ||
+	    (kill((pid_t)o.pid, 0) && errno == ESRCH)) {
+		return false;
+	}
+	o.comm[sizeof(o.comm) - 1] = '\0';
+	refuse(resp, -EBUSY, "queue %u of %s is held by pid %u (%s), bound through the pinned "
+	       "maps", key, c->ifc->name, o.pid, o.comm);
+	return true;
 }
 
 static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
 		    struct harp_agent_msg *resp)
 {
 	__u32 key = req->queue;
+	uint32_t bound_if = 0, bound_q = 0;
 	struct client *other;
-	int domain = 0;
+	int domain = 0, err;
 	socklen_t len = sizeof(domain);
 
 	if (fd < 0) {
@@ -260,6 +442,30 @@ static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
 		return refuse(resp, -ERANGE, "queue %u is beyond the XSKMAP's %d entries", req->queue,
 			      HARP_XDP_MAX_QUEUES);
 	}
+	/* The socket must be bound where its key sends packets: one bound elsewhere (or not at
+	 * all) would take the traffic of a queue another process holds through the pins. */
+	err = xsk_binding(fd, &bound_if, &bound_q);
+	if (err == -ENOENT) {
+		return refuse(resp, -EINVAL, "ENTER's AF_XDP socket is not bound to a queue");
+	}
+	if (err == -EOPNOTSUPP) {
+		/* the kernel cannot say: the holders' map must, where it names a live process */
+		if (!A.diag_said) {
+			say("this kernel has no sock_diag for AF_XDP (xsk_diag): where an ENTERed socket "
+			    "is bound goes unchecked; only a live holder in the holders' map is");
+			A.diag_said = true;
+		}
+		if (held_elsewhere(c, key, resp)) {
+			return resp->status;
+		}
+	} else if (err) {
+		return refuse(resp, err, "the kernel does not say where ENTER's socket is bound "
+			      "(sock_diag for AF_XDP: %s)", strerror(-err));
+	} else if (bound_if != c->ifc->cfg.ifindex || bound_q != req->queue) {
+		return refuse(resp, -EINVAL, "ENTER's socket is bound to queue %u of interface "
+			      "index %u, not to queue %u of %s (index %u)",
+			      bound_q, bound_if, req->queue, c->ifc->name, c->ifc->cfg.ifindex);
+	}
 	other = holder_of(c->ifc, (int)req->queue, c);
 	if (other) {
 		return refuse(resp, -EBUSY, "queue %u of %s is held by pid %u (%.16s) of this node",
@@ -269,8 +475,7 @@ static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
 		return refuse(resp, -errno, "entering the socket of %s queue %u failed: %s",
 			      c->ifc->name, req->queue, strerror(errno));
 	}
-	c->owner = req->owner;
-	c->owner.comm[sizeof(c->owner.comm) - 1] = '\0';
+	owner_record(c, req, &c->owner);
 	if (c->ifc->owners >= 0) {
 		(void)bpf_map_update_elem(c->ifc->owners, &key, &c->owner, 0);
 	}
@@ -423,6 +628,16 @@ static void read_client(int i)
 
 	n = agent_recv(c->fd, &req, &fd);
 	if (n == -EAGAIN || n == -EINTR) {
+		return;
+	}
+	if (n == -EBADMSG) {
+		/* longer than a message, or with more than one descriptor (agent_recv closed them):
+		 * answered as the protocol promises, then the client goes */
+		agent_msg_init(&resp, HARP_AGENT_HELLO);
+		refuse(&resp, -EBADMSG, "a message is one struct of %zu bytes with at most one "
+		       "descriptor (ENTER's); this one was longer or carried more", sizeof(req));
+		(void)agent_send(c->fd, &resp, -1);
+		drop_client(i, "sent a message too long or with several descriptors");
 		return;
 	}
 	if (n <= 0) {

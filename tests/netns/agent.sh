@@ -9,9 +9,14 @@
 #                agent
 #   taken        a second process asking for a queue the first holds is refused, the holder
 #                named; once the holder is gone the queue is free again (the agent forgot it)
-#   bad_client   a client sending garbage, another speaking a newer version, and one handing
-#                over a descriptor that is no AF_XDP socket get one clear answer each; the agent
-#                goes on serving
+#   bad_client   a client sending garbage, another speaking a newer version, one handing over a
+#                descriptor that is no AF_XDP socket, one sending a message too long and one
+#                with two descriptors get one clear answer each; the agent goes on serving
+#   hijack       a process holding queue 0 through the pinned maps; a client of the agent asks
+#                to enter its own socket, bound to queue 1, under key 0: refused, the holder
+#                named
+#   forged       a client claiming to be pid 1, named "attacker", bound at time 0: the agent's
+#                record of it says its real pid and name and the time it entered
 #   uid          a non-root client cannot connect to an agent serving root alone; an agent
 #                serving another uid (--allow-uid) tells it it is not served, and serves that uid
 #   restart      the agent killed while a server waits for its client: run starts another on
@@ -22,8 +27,8 @@
 #
 #   agent.sh
 #
-# $HARP_XFER is harp-xfer, $HARP_AGENT harp-agent, $NO_BPF the no-bpf wrapper. Exits 0 if every
-# case holds, 1 if one does not.
+# $HARP_XFER is harp-xfer, $HARP_AGENT harp-agent, $NO_BPF the no-bpf wrapper, $XSK_HOLD
+# xsk-hold. Exits 0 if every case holds, 1 if one does not.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,14 +38,17 @@ source "$here/lib.sh"
 xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
 agent=${HARP_AGENT:-${BUILD_DIR:-build}/harp-agent}
 no_bpf=${NO_BPF:-${BUILD_DIR:-build}/tests/netns/no-bpf}
+xsk_hold=${XSK_HOLD:-${BUILD_DIR:-build}/tests/netns/xsk-hold}
 attach=$(realpath "$here/../../scripts/harp-attach")
-for bin in "$xfer" "$agent" "$no_bpf"; do
+for bin in "$xfer" "$agent" "$no_bpf" "$xsk_hold"; do
 	if [[ ! -x $bin ]]; then
-		echo "agent: $bin is not built (set HARP_XFER, HARP_AGENT, NO_BPF or BUILD_DIR)" >&2
+		echo "agent: $bin is not built (set HARP_XFER, HARP_AGENT, NO_BPF, XSK_HOLD or" \
+			"BUILD_DIR)" >&2
 		exit 1
 	fi
 done
 xfer=$(realpath "$xfer") agent=$(realpath "$agent") no_bpf=$(realpath "$no_bpf")
+xsk_hold=$(realpath "$xsk_hold")
 unset HARP_XFER HARP_AGENT NO_BPF # ours, not harp's: harp refuses HARP_* names it does not know
 for t in xdp-loader bpftool nsenter python3; do
 	command -v "$t" >/dev/null || {
@@ -178,6 +186,10 @@ def answer(s):
 cases = []
 s = ask(b"hello agent"); cases.append(("garbage", answer(s))); s.close()
 s = ask(msg(1, version=2, ifname=ifname.encode())); cases.append(("version 2", answer(s))); s.close()
+s = ask(msg(1, ifname=ifname.encode()) + bytes(100)); cases.append(("too long", answer(s))); s.close()
+with open("/dev/null") as f, open("/dev/zero") as g:
+    s = ask(msg(1, ifname=ifname.encode()), (f.fileno(), g.fileno()))
+    cases.append(("two descriptors", answer(s))); s.close()
 s = ask(msg(1, ifname=ifname.encode()))
 hello = answer(s)
 with open("/dev/null") as f:
@@ -185,7 +197,8 @@ with open("/dev/null") as f:
     cases.append(("not an AF_XDP socket", answer(s)))
 s.close()
 want = {"garbage": "a message of 11 bytes", "version 2": "protocol version 2",
-        "not an AF_XDP socket": "not an AF_XDP socket"}
+        "not an AF_XDP socket": "not an AF_XDP socket",
+        "too long": "one struct of 328 bytes", "two descriptors": "at most one descriptor"}
 bad = 0
 print("hello:", hello)
 for name, (n, status, text) in cases:
@@ -205,6 +218,37 @@ wait_until 100 test -s "$tmp/handle" || true
 [[ -s $tmp/handle ]] || { report "bad_client: the agent no longer serves"; tail -n 5 "$tmp/last.err" "$tmp/agent-b.log"; }
 kill "$last" 2>/dev/null || true
 wait "$last" 2>/dev/null || true
+
+# hijack: a holder of queue 0 through the pins (not confined, no agent); a client of the agent
+# whose own socket is bound to queue 1 asks for key 0.
+rm -f "$tmp/handle"
+spawn_bounded 60 nsenter --net="/run/netns/$ns_b" env HARP_CONF="$tmp/harp-b.conf" \
+	HARP_AGENT_SOCKET= HARP_QUEUES=0-0 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle" --timeout 20 >"$tmp/victim.out" 2>"$tmp/victim.err"
+victim=$spawned_pid
+pids+=("$victim")
+wait_until 100 test -s "$tmp/handle" || true
+[[ -s $tmp/handle ]] || report "hijack: the holder of queue 0 did not start"
+out=$(run_bounded 20 nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$if_b" 1 100 \
+	"$tmp/agent-b.sock" 0 1 attacker 2>&1 || true)
+echo "agent: case=hijack"
+printf '%s\n' "$out" | sed 's/^/    /'
+[[ $out == *"enter: -16 "*"held by pid"*"harp-xfer"* ]] ||
+	report "hijack: the agent entered a socket of queue 1 under queue 0's key"
+kill "$victim" 2>/dev/null || true
+wait "$victim" 2>/dev/null || true
+
+# forged: what a client says of itself does not become the record
+t0=$(date +%s)
+out=$(run_bounded 20 nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$if_b" 1 100 \
+	"$tmp/agent-b.sock" 1 1 attacker 2>&1 || true)
+echo "agent: case=forged"
+printf '%s\n' "$out" | sed 's/^/    /'
+read -r _ o_pid o_comm o_since < <(grep '^owner:' <<<"$out" || echo "owner: 0 - 0")
+if [[ $out != *"enter: 0 "* || $o_pid == 1 || $o_comm != xsk-hold ]] ||
+	((o_since / 1000000000 < t0 - 60)); then
+	report "forged: the agent recorded what the client claimed (pid $o_pid, $o_comm, $o_since)"
+fi
 
 # uid: the socket admits root alone (0660); an agent serving other uids (--allow-uid) opens it
 # (0666) and answers a uid it does not serve with the reason.

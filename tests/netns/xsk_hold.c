@@ -1,21 +1,103 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * xsk-hold IFNAME QUEUE MS: binds a copy-mode AF_XDP socket to QUEUE of IFNAME, prints "held"
- * once the kernel has accepted the bind, keeps the queue MS milliseconds and exits. It stands
- * for any other AF_XDP user of the queue (or a harp process the kernel has not finished
- * freeing), so queue_busy.sh can check how harp waits for a queue and when it gives up.
+ * xsk-hold IFNAME QUEUE MS [AGENT_SOCKET KEY PID COMM]: binds a copy-mode AF_XDP socket to QUEUE
+ * of IFNAME, prints "held" once the kernel has accepted the bind, keeps the queue MS milliseconds
+ * and exits. It stands for any other AF_XDP user of the queue (or a harp process the kernel has
+ * not finished freeing), so queue_busy.sh can check how harp waits for a queue and when it gives
+ * up.
+ *
+ * With AGENT_SOCKET it is also a hostile client of the node agent (agent.sh): it hands the socket
+ * over with ENTER under KEY (which may be another queue than the one it is bound to), claiming to
+ * be PID named COMM and to have bound it at time 0, and prints the answer ("enter: STATUS TEXT")
+ * and then the record the agent keeps for KEY ("owner: PID COMM SINCE_NS").
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 
+#include "agent.h"
+
 #define HOLD_FRAMES 64
 #define HOLD_FRAME_SIZE 4096
+
+/* One request to the agent at fd, with pass_fd as SCM_RIGHTS unless negative; its answer. */
+static int agent_ask(int fd, struct harp_agent_msg *m, int pass_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (pass_fd >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*m) ||
+	    recv(fd, m, sizeof(*m), 0) != (ssize_t)sizeof(*m)) {
+		perror("xsk-hold: agent");
+		return -1;
+	}
+	return 0;
+}
+
+/* The hostile client: ENTER under key with a forged owner, then OWNER of key. */
+static int agent_enter(const char *path, const char *ifname, int xsk_fd, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct harp_agent_msg m;
+	uint32_t key = (uint32_t)strtoul(argv[0], NULL, 10);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("xsk-hold: connecting to the agent");
+		return -1;
+	}
+	memset(&m, 0, sizeof(m));
+	m.magic = HARP_AGENT_MAGIC;
+	m.version = HARP_AGENT_VERSION;
+	m.op = HARP_AGENT_HELLO;
+	snprintf(m.ifname, sizeof(m.ifname), "%s", ifname);
+	if (agent_ask(fd, &m, -1) || m.status) {
+		fprintf(stderr, "xsk-hold: HELLO: %d %s\n", m.status, m.text);
+		return -1;
+	}
+	memset(&m, 0, sizeof(m));
+	m.magic = HARP_AGENT_MAGIC;
+	m.version = HARP_AGENT_VERSION;
+	m.op = HARP_AGENT_ENTER;
+	m.queue = key;
+	m.owner.pid = (uint32_t)strtoul(argv[1], NULL, 10);
+	snprintf(m.owner.comm, sizeof(m.owner.comm), "%s", argv[2]);
+	if (agent_ask(fd, &m, xsk_fd)) {
+		return -1;
+	}
+	printf("enter: %d %s\n", m.status, m.text);
+	memset(&m, 0, sizeof(m));
+	m.magic = HARP_AGENT_MAGIC;
+	m.version = HARP_AGENT_VERSION;
+	m.op = HARP_AGENT_OWNER;
+	m.queue = key;
+	if (agent_ask(fd, &m, -1)) {
+		return -1;
+	}
+	printf("owner: %u %.16s %llu\n", m.owner.pid, m.owner.comm,
+	       (unsigned long long)m.owner.since_ns);
+	fflush(stdout);
+	return fd; /* kept open: the agent's records last as long as the connection */
+}
 
 int main(int argc, char **argv)
 {
@@ -35,8 +117,8 @@ int main(int argc, char **argv)
 	void *area;
 	int err;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: xsk-hold IFNAME QUEUE MS\n");
+	if (argc != 4 && argc != 8) {
+		fprintf(stderr, "usage: xsk-hold IFNAME QUEUE MS [AGENT_SOCKET KEY PID COMM]\n");
 		return 2;
 	}
 	queue = strtol(argv[2], &end, 10);
@@ -66,6 +148,9 @@ int main(int argc, char **argv)
 	}
 	printf("held\n");
 	fflush(stdout);
+	if (argc == 8 && agent_enter(argv[4], argv[1], xsk_socket__fd(xsk), argv + 5) < 0) {
+		return 1;
+	}
 	usleep((useconds_t)ms * 1000);
 	xsk_socket__delete(xsk);
 	xsk_umem__delete(umem);
