@@ -27,26 +27,11 @@
 #define HOLD_FRAMES 64
 #define HOLD_FRAME_SIZE 4096
 
-/* One request to the agent at fd, with pass_fd as SCM_RIGHTS unless negative; its answer. */
+/* One request to the agent at fd (agent.c's messages), with pass_fd unless negative; its answer. */
 static int agent_ask(int fd, struct harp_agent_msg *m, int pass_fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-
-	if (pass_fd >= 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*m) ||
-	    recv(fd, m, sizeof(*m), 0) != (ssize_t)sizeof(*m)) {
-		perror("xsk-hold: agent");
+	if (agent_send(fd, m, pass_fd) || agent_recv(fd, m, NULL) != (long)sizeof(*m)) {
+		fprintf(stderr, "xsk-hold: no answer from the agent\n");
 		return -1;
 	}
 	return 0;
