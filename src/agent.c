@@ -90,10 +90,15 @@ int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agen
 	int err;
 
 	err = agent_send(fd, req, pass_fd);
-	if (err) {
+	if (err && err != -EPIPE && err != -ECONNRESET) {
 		return err;
 	}
-	n = poll(&pfd, 1, AGENT_ANSWER_MS);
+	/* closed on us: an agent that turns a client away answers before it closes, and that
+	 * answer, which says why, is still there to read */
+	n = poll(&pfd, 1, err ? 0 : AGENT_ANSWER_MS);
+	if (err && n <= 0) {
+		return err;
+	}
 	if (n <= 0) {
 		return n ? -errno : -ETIMEDOUT;
 	}

@@ -6,10 +6,13 @@
  * read the program's counters and probe records. harp-attach run starts it.
  *
  *   harp-agent [--socket PATH] [--pin-root DIR] [--allow-uid UID]... [--max-clients N]
+ *              [--max-per-uid N]
  *
  * Only processes of uid 0 and of each --allow-uid are served (SO_PEERCRED); the socket is made
  * mode 0660, or 0666 with --allow-uid so that those uids can connect at all. A process of
- * another uid gets one answer saying so. A process's queues are its own while its connection lasts: another asking for one
+ * another uid gets one answer saying so, and is closed at once. A client must say HELLO within
+ * 2 s; one uid holds at most --max-per-uid (64) connections and all together --max-clients
+ * (256), a newcomer over either limit making room by dropping the oldest client still silent. A process's queues are its own while its connection lasts: another asking for one
  * is refused with the holder named, and the holder's records go when its connection closes.
  * SIGTERM or SIGINT end it, removing the socket. Prints one line per event on stderr.
  */
@@ -58,16 +61,20 @@ struct client {
 	int fd;
 	pid_t pid; /* SO_PEERCRED, in the agent's pid namespace (0: not visible from it) */
 	uid_t uid;
+	uint64_t since_ms; /* accepted then (CLOCK_MONOTONIC) */
 	struct iface *ifc; /* after HELLO */
 	uint64_t queues;   /* bit q: it entered queue q */
-	struct harp_queue_owner owner; /* what it said it is */
-	bool refused;      /* a uid not served: its first message is answered EACCES, then it goes */
+	struct harp_queue_owner owner; /* the agent's record of it (owner_record) */
 };
+
+/* A client must say HELLO this soon after connecting, or it goes: idle ones must not fill the
+ * agent's slots and keep harp processes out. */
+#define AGENT_HELLO_MS 2000
 
 static struct {
 	const char *socket_path, *pin_root;
 	uid_t allowed[16];
-	int nallowed, max_clients;
+	int nallowed, max_clients, max_per_uid;
 	struct iface ifaces[MAX_IFACES];
 	int nifaces;
 	struct client *clients;
@@ -75,7 +82,7 @@ static struct {
 	bool diag_said; /* said once that this kernel cannot tell where a socket is bound */
 	volatile sig_atomic_t stop;
 } A = { .socket_path = "/run/harp/agent.sock", .pin_root = "/sys/fs/bpf/harp",
-	.max_clients = 256 };
+	.max_clients = 256, .max_per_uid = 64 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -101,7 +108,7 @@ static int usage(const char *what)
 		fprintf(stderr, "harp-agent: %s\n", what);
 	}
 	fprintf(stderr, "usage: harp-agent [--socket PATH] [--pin-root DIR] [--allow-uid UID]... "
-			"[--max-clients N]\n");
+			"[--max-clients N] [--max-per-uid N]\n");
 	return 2;
 }
 
@@ -586,11 +593,61 @@ static void drop_client(int i, const char *why)
 	A.clients[i] = A.clients[--A.nclients];
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/*
+ * A newcomer turned away: its answer (to the HELLO it is about to send, which reads it even
+ * after the agent has closed the connection) and the close, taking no slot.
+ */
+static void turn_away(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void turn_away(int fd, int err, const char *fmt, ...)
+{
+	struct harp_agent_msg resp;
+	va_list ap;
+
+	agent_msg_init(&resp, HARP_AGENT_HELLO);
+	resp.status = err;
+	va_start(ap, fmt);
+	vsnprintf(resp.text, sizeof(resp.text), fmt, ap);
+	va_end(ap);
+	(void)agent_send(fd, &resp, -1);
+	close(fd);
+}
+
+/* The oldest client (of uid, unless uid is -1) that has not said HELLO yet; -1 if none. */
+static int oldest_silent(long long uid)
+{
+	int i, best = -1;
+
+	for (i = 0; i < A.nclients; i++) {
+		const struct client *c = &A.clients[i];
+
+		if (!c->ifc && (uid < 0 || c->uid == (uid_t)uid) &&
+		    (best < 0 || c->since_ms < A.clients[best].since_ms)) {
+			best = i;
+		}
+	}
+	return best;
+}
+
+static void drop_client(int i, const char *why);
+
+/*
+ * A new connection. A uid not served is answered at once and closed. A uid at --max-per-uid,
+ * or an agent at --max-clients, makes room by dropping the oldest client that has not said
+ * HELLO (of that uid, or of any); where every one has, the newcomer is turned away, told why.
+ */
 static void accept_client(int lfd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	int fd, i;
+	int fd, i, mine = 0, old;
 	bool ok = false;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -605,17 +662,52 @@ static void accept_client(int lfd)
 	for (i = 0; i < A.nallowed; i++) {
 		ok |= cred.uid == A.allowed[i];
 	}
-	if (A.nclients == A.max_clients) {
-		say("pid %d (uid %u): refused (too many clients, --max-clients)", cred.pid, cred.uid);
-		close(fd);
-		return;
-	}
 	if (!ok) {
 		say("pid %d (uid %u): refused (uid not allowed, --allow-uid)", cred.pid, cred.uid);
+		turn_away(fd, -EACCES, "uid %u is not served by this node's agent, which serves root "
+			  "and each --allow-uid (the chart's agent.allowUids)", cred.uid);
+		return;
 	}
-	/* a refused one stays until its hello, so that it hears why */
-	A.clients[A.nclients++] =
-		(struct client){ .fd = fd, .pid = cred.pid, .uid = cred.uid, .refused = !ok };
+	for (i = 0; i < A.nclients; i++) {
+		mine += A.clients[i].uid == cred.uid;
+	}
+	if (mine >= A.max_per_uid) {
+		old = oldest_silent((long long)cred.uid);
+		if (old < 0) {
+			say("pid %d (uid %u): refused (uid %u has %d clients, --max-per-uid)", cred.pid,
+			    cred.uid, cred.uid, mine);
+			turn_away(fd, -EUSERS, "uid %u has %d connections to this node's agent, the "
+				  "most one uid may (harp-agent --max-per-uid)", cred.uid, mine);
+			return;
+		}
+		drop_client(old, "made way for a newer client of its uid before saying HELLO");
+	}
+	if (A.nclients == A.max_clients) {
+		old = oldest_silent(-1);
+		if (old < 0) {
+			say("pid %d (uid %u): refused (%d clients, --max-clients)", cred.pid, cred.uid,
+			    A.nclients);
+			turn_away(fd, -EUSERS, "this node's agent serves %d processes already, its most "
+				  "(harp-agent --max-clients)", A.nclients);
+			return;
+		}
+		drop_client(old, "made way for a newer client before saying HELLO");
+	}
+	A.clients[A.nclients++] = (struct client){ .fd = fd, .pid = cred.pid, .uid = cred.uid,
+						   .since_ms = now_ms() };
+}
+
+/* Clients that have said nothing for AGENT_HELLO_MS go. */
+static void drop_silent(void)
+{
+	uint64_t now = now_ms();
+	int i;
+
+	for (i = A.nclients - 1; i >= 0; i--) {
+		if (!A.clients[i].ifc && now - A.clients[i].since_ms > AGENT_HELLO_MS) {
+			drop_client(i, "said no HELLO within 2 s");
+		}
+	}
 }
 
 static void read_client(int i)
@@ -655,16 +747,6 @@ static void read_client(int i)
 		(void)agent_send(c->fd, &resp, -1);
 		snprintf(resp.text, sizeof(resp.text), "sent a bad message (%s)", why);
 		drop_client(i, resp.text);
-		return;
-	}
-	if (c->refused) {
-		if (fd >= 0) {
-			close(fd);
-		}
-		refuse(&resp, -EACCES, "uid %u is not served by this node's agent, which serves root and "
-		       "each --allow-uid (the chart's agent.allowUids)", c->uid);
-		(void)agent_send(c->fd, &resp, -1);
-		drop_client(i, NULL); /* said at accept */
 		return;
 	}
 	serve(c, &req, fd, &resp);
@@ -716,6 +798,7 @@ int main(int argc, char **argv)
 		{ "pin-root", required_argument, NULL, 'p' },
 		{ "allow-uid", required_argument, NULL, 'u' },
 		{ "max-clients", required_argument, NULL, 'm' },
+		{ "max-per-uid", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -732,16 +815,20 @@ int main(int argc, char **argv)
 		case 'p': A.pin_root = optarg; break;
 		case 'u':
 		case 'm':
+		case 'n':
 			errno = 0;
 			v = strtoll(optarg, &end, 10);
 			/* a uid is 0..2^32-2: (uid_t)-1 means "no uid" to the kernel */
-			if (errno || *end || end == optarg || v < (opt == 'm') ||
-			    v > (opt == 'm' ? 4096 : 4294967294LL)) {
-				return usage(opt == 'm' ? "--max-clients takes 1..4096" :
-							  "--allow-uid takes a numeric uid, 0..4294967294");
+			if (errno || *end || end == optarg || v < (opt != 'u') ||
+			    v > (opt != 'u' ? 4096 : 4294967294LL)) {
+				return usage(opt == 'm'	  ? "--max-clients takes 1..4096" :
+					     opt == 'n'	  ? "--max-per-uid takes 1..4096" :
+							    "--allow-uid takes a numeric uid, 0..4294967294");
 			}
 			if (opt == 'm') {
 				A.max_clients = (int)v;
+			} else if (opt == 'n') {
+				A.max_per_uid = (int)v;
 			} else if (A.nallowed < (int)(sizeof(A.allowed) / sizeof(A.allowed[0]))) {
 				A.allowed[A.nallowed++] = (uid_t)v;
 			} else {
@@ -776,7 +863,8 @@ int main(int argc, char **argv)
 			pfds[i + 1] = (struct pollfd){ .fd = A.clients[i].fd, .events = POLLIN };
 		}
 		n = A.nclients;
-		if (poll(pfds, (nfds_t)n + 1, 1000) <= 0) {
+		if (poll(pfds, (nfds_t)n + 1, 500) <= 0) {
+			drop_silent();
 			continue;
 		}
 		/* from the last: drop_client moves the last client into the dropped one's place */
@@ -785,6 +873,7 @@ int main(int argc, char **argv)
 				read_client(i);
 			}
 		}
+		drop_silent();
 		if (pfds[0].revents & POLLIN) {
 			accept_client(lfd);
 		}

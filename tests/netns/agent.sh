@@ -17,8 +17,11 @@
 #                named
 #   forged       a client claiming to be pid 1, named "attacker", bound at time 0: the agent's
 #                record of it says its real pid and name and the time it entered
+#   idle         300 connections that never say HELLO (the agent serves 256) do not keep a harp
+#                process out
 #   uid          a non-root client cannot connect to an agent serving root alone; an agent
-#                serving another uid (--allow-uid) tells it it is not served, and serves that uid
+#                serving another uid (--allow-uid) tells it it is not served, and serves that
+#                uid, keeping at most --max-per-uid of its connections that have not said HELLO
 #   restart      the agent killed while a server waits for its client: run starts another on
 #                the same socket, which serves a new process, and the waiting server connects
 #                to it again and moves verified data with a client that comes after
@@ -219,6 +222,40 @@ wait_until 100 test -s "$tmp/handle" || true
 kill "$last" 2>/dev/null || true
 wait "$last" 2>/dev/null || true
 
+# idle: 300 connections to the agent that never say HELLO (more than its 256 clients) do not
+# keep a harp process out, and go within the agent's 2 s.
+python3 - "$tmp/agent-b.sock" "$tmp/idle.ready" "$tmp/idle.stop" >"$tmp/idle.out" 2>&1 <<'PY' &
+import socket, sys, time, os
+path, ready, stop = sys.argv[1:4]
+held = []
+for _ in range(300):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path); held.append(s)
+    except OSError:
+        pass
+open(ready, "w").close()
+deadline = time.time() + 20
+while not os.path.exists(stop) and time.time() < deadline:
+    time.sleep(0.05)
+PY
+idle=$!
+pids+=("$idle")
+wait_until 50 test -e "$tmp/idle.ready" || true
+rm -f "$tmp/handle"
+rc=0
+run_bounded 30 "${in_b[@]}" HARP_QUEUES=1-1 "$xfer" server --ifname "$if_b" \
+	--handle-file "$tmp/handle" --timeout 3 >"$tmp/idle-server.out" 2>"$tmp/idle-server.err" ||
+	rc=$?
+touch "$tmp/idle.stop"
+wait "$idle" || true
+echo "agent: case=idle server_rc=$rc"
+# the server waits 3 s for a client that never comes (rc 1): what matters is that it got in
+if ! grep -q 'using the node agent at' "$tmp/idle-server.err" || [[ ! -s $tmp/handle ]]; then
+	report "idle: 300 silent connections kept a harp process out of the agent"
+	grep -v INFO "$tmp/idle-server.err" | tail -n 5 | sed 's/^/    | /'
+fi
+
 # hijack: a holder of queue 0 through the pins (not confined, no agent); a client of the agent
 # whose own socket is bound to queue 1 asks for key 0.
 rm -f "$tmp/handle"
@@ -254,7 +291,7 @@ fi
 # (0666) and answers a uid it does not serve with the reason.
 chmod 0755 "$tmp"
 spawn_bounded 60 nsenter --net="/run/netns/$ns_b" "$agent" --socket "$tmp/agent-u.sock" \
-	--pin-root "$pins" --allow-uid 1001 2>"$tmp/agent-u.log"
+	--pin-root "$pins" --allow-uid 1001 --max-per-uid 4 2>"$tmp/agent-u.log"
 uagent=$spawned_pid
 pids+=("$uagent")
 wait_until 50 test -S "$tmp/agent-u.sock" || true
@@ -271,7 +308,10 @@ try:
 except OSError as e:
     print(f"connect: {e.strerror}")
     sys.exit(0)
-s.send(bytes(m))
+try:
+    s.send(bytes(m))
+except (BrokenPipeError, ConnectionResetError):
+    pass  # turned away at once: the answer that says why is still there to read
 r = s.recv(4096)
 text = r[128:].split(bytes(1))[0].decode()
 print(f"status {struct.unpack_from('<i', r, 8)[0]}: {text}")
@@ -287,6 +327,45 @@ echo "agent: uid: 1000 at an agent serving 1001: $got"
 got=$(uid_client 1001 "$tmp/agent-u.sock")
 echo "agent: uid: 1001 at an agent serving 1001: $got"
 [[ $got == "status 0: "* ]] || report "uid: uid 1001 was not served ($got)"
+# per-uid cap: uid 1001 holds 10 silent connections (--max-per-uid 4) and uid 1000 twenty the
+# agent does not serve; a uid-1001 client that then says HELLO is served, and the agent keeps
+# at most 4 of the silent ones, none of uid 1000's.
+mkdir -p "$tmp/u" && chmod 0777 "$tmp/u" # where uid 1001 may write its ready file
+setpriv --reuid=1001 --regid=1001 --clear-groups /usr/bin/python3 - "$tmp/agent-u.sock" \
+	"$tmp/u/silent.ready" "$tmp/u/silent.stop" >"$tmp/silent.out" 2>&1 <<'PY' &
+import socket, sys, time, os
+path, ready, stop = sys.argv[1:4]
+held = []
+for _ in range(10):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(path); held.append(s)
+open(ready, "w").close()
+deadline = time.time() + 20
+while not os.path.exists(stop) and time.time() < deadline:
+    time.sleep(0.05)
+open_ = 0
+for s in held:
+    s.setblocking(False)
+    try:
+        open_ += s.recv(1) is None
+    except BlockingIOError:
+        open_ += 1  # nothing to read and not closed: still held by the agent
+    except OSError:
+        pass
+print(f"silent still open: {open_}")
+PY
+silent=$!
+pids+=("$silent")
+wait_until 50 test -e "$tmp/u/silent.ready" || true
+for _ in $(seq 20); do uid_client 1000 "$tmp/agent-u.sock" >/dev/null; done
+got=$(uid_client 1001 "$tmp/agent-u.sock")
+touch "$tmp/u/silent.stop"
+wait "$silent" || true
+echo "agent: uid: 1001 beside 10 silent connections of its own: $got; $(cat "$tmp/silent.out")"
+[[ $got == "status 0: "* ]] || report "uid: silent connections kept a client of their uid out ($got)"
+open_silent=$(sed -n 's/^silent still open: //p' "$tmp/silent.out")
+if [[ -z $open_silent ]] || ((open_silent > 4)); then
+	report "uid: the agent kept ${open_silent:-?} silent connections of one uid (--max-per-uid 4)"
+fi
 kill "$uagent" 2>/dev/null || true
 wait "$uagent" 2>/dev/null || true
 
