@@ -2,6 +2,7 @@
 /* The node agent's messages, and the client a harp process uses (agent.h says the protocol). */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -84,31 +85,55 @@ long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd)
 
 int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp)
 {
+	return agent_call_ms(fd, req, pass_fd, resp, AGENT_ANSWER_MS);
+}
+
+int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp,
+		  int timeout_ms)
+{
+	static _Atomic uint32_t next_seq;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	char why[96];
 	long n;
-	int err;
+	int err, wait_ms;
 
+	req->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
 	err = agent_send(fd, req, pass_fd);
 	if (err && err != -EPIPE && err != -ECONNRESET) {
 		return err;
 	}
-	/* closed on us: an agent that turns a client away answers before it closes, and that
-	 * answer, which says why, is still there to read */
-	n = poll(&pfd, 1, err ? 0 : AGENT_ANSWER_MS);
-	if (err && n <= 0) {
-		return err;
+	for (;;) {
+		/* closed on us: an agent that turns a client away answers before it closes, and
+		 * that answer, which says why, is still there to read */
+		wait_ms = err ? 0 : (int)((deadline - now_ns() + 999999) / 1000000);
+		n = poll(&pfd, 1, wait_ms < 0 ? 0 : wait_ms);
+		if (err && n <= 0) {
+			return err;
+		}
+		if (n <= 0) {
+			return n ? -errno : -ETIMEDOUT;
+		}
+		n = agent_recv(fd, resp, NULL);
+		if (n <= 0) {
+			return n ? (int)n : -ECONNRESET;
+		}
+		if (ctrlmsg_agent_check(resp, (size_t)n, why, sizeof(why))) {
+			pr_err("node agent: a malformed answer to op %u: %s", req->op, why);
+			return -EPROTO;
+		}
+		/* a turning-away answer (seq 0) comes before any request was read */
+		if (resp->seq == req->seq || (!resp->seq && resp->status)) {
+			break;
+		}
+		pr_debug("node agent: passed over a late answer (request %u, op %u)", resp->seq,
+			 resp->op);
+		if (now_ns() >= deadline) {
+			return -ETIMEDOUT;
+		}
 	}
-	if (n <= 0) {
-		return n ? -errno : -ETIMEDOUT;
-	}
-	n = agent_recv(fd, resp, NULL);
-	if (n <= 0) {
-		return n ? (int)n : -ECONNRESET;
-	}
-	if (ctrlmsg_agent_check(resp, (size_t)n, why, sizeof(why)) || resp->op != req->op) {
-		pr_err("node agent: a malformed answer to op %u: %s", req->op,
-		       resp->op != req->op ? "another op's" : why);
+	if (resp->op != req->op) {
+		pr_err("node agent: a malformed answer to op %u: another op's", req->op);
 		return -EPROTO;
 	}
 	return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 1, and its client.
+ * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 2, and its client.
  *
  * harp-agent runs beside harp-attach on a prepared node and serves a Unix socket of type
  * SOCK_SEQPACKET: one message per packet, each a struct harp_agent_msg in both directions,
@@ -22,8 +22,10 @@
 #include "harp_shared.h"
 
 #define HARP_AGENT_MAGIC 0x68617270u /* "harp" */
-#define HARP_AGENT_VERSION 1
-#define HARP_AGENT_TEXT 200
+/* 2: seq, a request's number echoed in its answer (a late answer to an abandoned request was
+ * read as the next one's) */
+#define HARP_AGENT_VERSION 2
+#define HARP_AGENT_TEXT 196
 
 enum harp_agent_op {
 	HARP_AGENT_HELLO = 1, /* ifname -> port_lo, port_hi, attach_id, xdp_mode */
@@ -56,6 +58,7 @@ struct harp_agent_msg {
 	uint64_t value[HARP_XDP_COUNTER_MAX];
 	struct harp_queue_owner owner;
 	char text[HARP_AGENT_TEXT]; /* NUL-terminated */
+	uint32_t seq;		    /* requests: their number; answers: the request's, echoed */
 };
 _Static_assert(sizeof(struct harp_agent_msg) == 328, "harp_agent_msg is the protocol: keep it");
 
@@ -75,7 +78,13 @@ long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd);
  * connected socket and the agent's answer in hello. -ENOENT/-ECONNREFUSED: no agent there.
  */
 int agent_connect(const char *path, const char *ifname, struct harp_agent_msg *hello);
-/* Client: req out, its answer into resp (checked); pass_fd as in agent_send. 0 or -errno. */
+/*
+ * Client: req out, numbered, and its answer into resp (checked); pass_fd as in agent_send. An
+ * answer to an earlier request, which timed out, is read and passed over. 0 or -errno.
+ */
 int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp);
+/* The same, waiting timeout_ms for the answer rather than the agent's usual 5 s. */
+int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp,
+		  int timeout_ms);
 
 #endif

@@ -749,6 +749,7 @@ static void read_client(int i)
 		drop_client(i, resp.text);
 		return;
 	}
+	resp.seq = req.seq;
 	serve(c, &req, fd, &resp);
 	err = agent_send(c->fd, &resp, -1);
 	if (err) {

@@ -165,7 +165,7 @@ import socket, struct, sys
 path, ifname = sys.argv[1], sys.argv[2]
 SIZE, MAGIC = 328, 0x68617270
 
-def msg(op, version=1, ifname=b"", queue=0):
+def msg(op, version=2, ifname=b"", queue=0):
     m = bytearray(SIZE)
     struct.pack_into("<IHHiI16s", m, 0, MAGIC, version, op, 0, queue, ifname)
     return bytes(m)
@@ -188,7 +188,7 @@ def answer(s):
 
 cases = []
 s = ask(b"hello agent"); cases.append(("garbage", answer(s))); s.close()
-s = ask(msg(1, version=2, ifname=ifname.encode())); cases.append(("version 2", answer(s))); s.close()
+s = ask(msg(1, version=3, ifname=ifname.encode())); cases.append(("version 3", answer(s))); s.close()
 s = ask(msg(1, ifname=ifname.encode()) + bytes(100)); cases.append(("too long", answer(s))); s.close()
 with open("/dev/null") as f, open("/dev/zero") as g:
     s = ask(msg(1, ifname=ifname.encode()), (f.fileno(), g.fileno()))
@@ -199,7 +199,7 @@ with open("/dev/null") as f:
     s.sendmsg([msg(2, queue=1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", f.fileno()))])
     cases.append(("not an AF_XDP socket", answer(s)))
 s.close()
-want = {"garbage": "a message of 11 bytes", "version 2": "protocol version 2",
+want = {"garbage": "a message of 11 bytes", "version 3": "protocol version 3",
         "not an AF_XDP socket": "not an AF_XDP socket",
         "too long": "one struct of 328 bytes", "two descriptors": "at most one descriptor"}
 bad = 0
@@ -300,7 +300,7 @@ uid_client() {
 import socket, struct, sys
 path, ifname = sys.argv[1], sys.argv[2]
 m = bytearray(328)
-struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 1, 1, 0, 0, ifname.encode())
+struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 2, 1, 0, 0, ifname.encode())
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 try:

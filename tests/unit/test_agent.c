@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * agent.c's client against a stand-in agent on a socketpair: a request that timed out has its
+ * late answer passed over by the next request, which gets its own (the agent's answers echo the
+ * request's number); an answer that turns the client away is read even after the agent closed.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent.h"
+
+/* The stand-in agent: the answer to req, value[0] = value, status as given. */
+static void answer(int fd, const struct harp_agent_msg *req, uint64_t value, int status)
+{
+	struct harp_agent_msg resp;
+
+	agent_msg_init(&resp, (enum harp_agent_op)req->op);
+	resp.seq = req->seq;
+	resp.value[0] = value;
+	resp.status = status;
+	assert_int_equal(agent_send(fd, &resp, -1), 0);
+}
+
+static void test_late_answer_passed_over(void **state)
+{
+	struct harp_agent_msg req1, req2, got, seen;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	agent_msg_init(&req1, HARP_AGENT_PROBE);
+	req1.conn_id = 1;
+	/* the agent is slow: the first request times out */
+	assert_int_equal(agent_call_ms(sv[0], &req1, -1, &got, 50), -ETIMEDOUT);
+	assert_int_equal(agent_recv(sv[1], &seen, NULL), (long)sizeof(seen));
+	assert_int_equal(seen.conn_id, 1);
+	/* its answer comes late, with the next request's right behind it */
+	answer(sv[1], &seen, 111, 0);
+	req2 = req1;
+	req2.conn_id = 2;
+	seen.seq = req1.seq + 1; /* the number the next request will carry */
+	answer(sv[1], &seen, 222, 0);
+	assert_int_equal(agent_call_ms(sv[0], &req2, -1, &got, 1000), 0);
+	assert_int_equal(req2.seq, req1.seq + 1);
+	assert_int_equal(got.seq, req2.seq);
+	assert_int_equal(got.value[0], 222); /* not the first request's 111 */
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_turned_away_answer_read(void **state)
+{
+	struct harp_agent_msg hello, got;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	/* the agent answers before any request (seq 0) and closes */
+	agent_msg_init(&hello, HARP_AGENT_HELLO);
+	answer(sv[1], &hello, 0, -EUSERS);
+	close(sv[1]);
+	assert_int_equal(agent_call_ms(sv[0], &hello, -1, &got, 1000), 0);
+	assert_int_equal(got.status, -EUSERS);
+	close(sv[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_late_answer_passed_over),
+		cmocka_unit_test(test_turned_away_answer_read),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
