@@ -88,17 +88,27 @@ int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agen
 	return agent_call_ms(fd, req, pass_fd, resp, AGENT_ANSWER_MS);
 }
 
+static _Atomic uint32_t agent_seq;
+
+int agent_post(int fd, struct harp_agent_msg *req)
+{
+	req->seq = atomic_fetch_add_explicit(&agent_seq, 1, memory_order_relaxed) + 1;
+	if (send(fd, req, sizeof(*req), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*req)) {
+		return -errno;
+	}
+	return 0;
+}
+
 int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp,
 		  int timeout_ms)
 {
-	static _Atomic uint32_t next_seq;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	char why[96];
 	long n;
 	int err, wait_ms;
 
-	req->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+	req->seq = atomic_fetch_add_explicit(&agent_seq, 1, memory_order_relaxed) + 1;
 	err = agent_send(fd, req, pass_fd);
 	if (err && err != -EPIPE && err != -ECONNRESET) {
 		return err;

@@ -83,6 +83,9 @@ int agent_connect(const char *path, const char *ifname, struct harp_agent_msg *h
  * answer to an earlier request, which timed out, is read and passed over. 0 or -errno.
  */
 int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp);
+/* Client: req out, numbered, without waiting (not even for room to send: -EAGAIN); its answer
+ * is passed over by a later agent_call. For requests whose answer says nothing needed. */
+int agent_post(int fd, struct harp_agent_msg *req);
 /* The same, waiting timeout_ms for the answer rather than the agent's usual 5 s. */
 int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp,
 		  int timeout_ms);

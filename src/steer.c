@@ -210,6 +210,7 @@ static void steer_reset(struct steer *s)
 		s->agent_entered[q] = -1;
 	}
 	pthread_mutex_init(&s->agent_lock, NULL);
+	pthread_mutex_init(&s->agent_forget_lock, NULL);
 }
 
 static void close_fd(int *fd)
@@ -433,12 +434,29 @@ static int agent_reconnect(struct steer *s)
  * One request to the agent and its answer; a refusal comes back as its errno, its text logged.
  * When the connection is gone (the agent restarted), it connects again once and asks again.
  */
+/* Under agent_lock: the FORGETs engines left, sent without waiting for their answers. */
+static void agent_flush_forgets(struct steer *s)
+{
+	struct harp_agent_msg req;
+
+	pthread_mutex_lock(&s->agent_forget_lock);
+	while (s->agent_nforget) {
+		s->agent_nforget--;
+		agent_msg_init(&req, HARP_AGENT_FORGET);
+		req.conn_id = s->agent_forget[s->agent_nforget].conn_id;
+		req.token = s->agent_forget[s->agent_nforget].token;
+		(void)agent_post(s->agent_fd, &req); /* a record left behind is only a stale entry */
+	}
+	pthread_mutex_unlock(&s->agent_forget_lock);
+}
+
 static int agent_ask(struct steer *s, struct harp_agent_msg *req, int pass_fd,
 		     struct harp_agent_msg *resp, const char *what)
 {
 	int err;
 
 	pthread_mutex_lock(&s->agent_lock);
+	agent_flush_forgets(s);
 	err = agent_call(s->agent_fd, req, pass_fd, resp);
 	if (err == -ECONNRESET || err == -EPIPE || err == -ENOTCONN) {
 		if (!agent_reconnect(s)) {
@@ -776,16 +794,48 @@ uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 	return seen;
 }
 
+uint64_t steer_probe_queues_now(struct steer *s, uint32_t conn_id, uint64_t token)
+{
+	struct harp_agent_msg req, resp;
+	int err;
+
+	if (s->agent_fd < 0) {
+		return steer_probe_queues(s, conn_id, token); /* a map lookup: no waiting */
+	}
+	if (pthread_mutex_trylock(&s->agent_lock)) {
+		return 0;
+	}
+	agent_flush_forgets(s);
+	agent_msg_init(&req, HARP_AGENT_PROBE);
+	req.conn_id = conn_id;
+	req.token = token;
+	err = agent_call_ms(s->agent_fd, &req, -1, &resp, 20);
+	pthread_mutex_unlock(&s->agent_lock);
+	return err || resp.status ? 0 : resp.value[0];
+}
+
 void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
-	struct harp_agent_msg req, resp;
 
 	if (s->agent_fd >= 0) {
-		agent_msg_init(&req, HARP_AGENT_FORGET);
-		req.conn_id = conn_id;
-		req.token = token;
-		(void)agent_ask(s, &req, -1, &resp, "forget a closed connection's probes");
+		/* an engine's pass: queued, then sent if the connection to the agent is free, else
+		 * by whoever takes it next (a full list drops the oldest: a stale record harms
+		 * nothing but the map's room) */
+		pthread_mutex_lock(&s->agent_forget_lock);
+		if (s->agent_nforget == (int)ARRAY_SIZE(s->agent_forget)) {
+			memmove(&s->agent_forget[0], &s->agent_forget[1],
+				sizeof(s->agent_forget) - sizeof(s->agent_forget[0]));
+			s->agent_nforget--;
+		}
+		s->agent_forget[s->agent_nforget].conn_id = conn_id;
+		s->agent_forget[s->agent_nforget].token = token;
+		s->agent_nforget++;
+		pthread_mutex_unlock(&s->agent_forget_lock);
+		if (!pthread_mutex_trylock(&s->agent_lock)) {
+			agent_flush_forgets(s);
+			pthread_mutex_unlock(&s->agent_lock);
+		}
 	} else if (s->probe_map_fd >= 0) {
 		(void)bpf_map_delete_elem(s->probe_map_fd, &key); /* absent is fine */
 	}

@@ -25,6 +25,14 @@ struct steer {
 	bool pinned; /* harp-attach's program and maps: nothing of ours to detach */
 	int agent_fd; /* connected to the node agent, which holds the maps for us; else -1 */
 	pthread_mutex_t agent_lock; /* one request at a time on agent_fd (engines in threads) */
+	/* FORGETs an engine could not send at once (agent_lock was taken): whoever takes the
+	 * lock next sends them. agent_forget_lock guards the list alone, never held over I/O. */
+	pthread_mutex_t agent_forget_lock;
+	struct {
+		uint32_t conn_id;
+		uint64_t token;
+	} agent_forget[32];
+	int agent_nforget;
 	/* to connect again to an agent that went away (restarted): where, for what, and the
 	 * socket of each queue entered through it (-1: none) */
 	char agent_path[108];
@@ -57,6 +65,10 @@ int steer_counters(struct steer *s, struct harp_queue_stats *st);
  * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them.
  */
 uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token);
+/* The same from an engine's pass, which must not wait on the agent: where one is in use, its
+ * answer is waited for at most 20 ms, and not at all if another request holds the connection
+ * to it; 0 then (unknown). */
+uint64_t steer_probe_queues_now(struct steer *s, uint32_t conn_id, uint64_t token);
 /*
  * queue_owners: steer_claim records this process as the holder of queue (it has just bound it);
  * steer_release clears the record if it is still ours; steer_owner_text describes the recorded
@@ -65,7 +77,8 @@ uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token);
 void steer_claim(struct steer *s, int queue);
 void steer_release(struct steer *s, int queue);
 void steer_owner_text(struct steer *s, int queue, char *buf, size_t len);
-/* Forgets a connection's record (it closed). */
+/* Forgets a connection's record (it closed). Called from engines' passes: never waits on the
+ * agent (the request goes without waiting for its answer, or later with the next request). */
 void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token);
 
 #endif
