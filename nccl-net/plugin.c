@@ -180,6 +180,9 @@ static void devices_destroy(void)
 {
 	int i;
 
+	if (g.ndev) {
+		HP_INFO("harp closed on %d device%s", g.ndev, g.ndev == 1 ? "" : "s");
+	}
 	for (i = 0; i < g.ndev; i++) {
 		harp_ctx__destroy(g.dev[i].ctx);
 		free(g.dev[i].pci_path);
@@ -289,10 +292,18 @@ hnccl_result_t hp_init(void **ctx, uint64_t comm_id, const struct hnccl_comm_con
 	return HNCCL_SUCCESS;
 }
 
+static void comm_free(struct hp_comm *c);
+
 hnccl_result_t hp_finalize(void *ctx)
 {
+	struct hp_comm *abandoned = NULL, *c;
+
 	pthread_mutex_lock(&g.lock);
 	if (g.refs > 0 && --g.refs == 0) {
+		/* connects NCCL gave up on half-way: it never got their comms, so nobody else will
+		 * close them, and they would keep the teardown below waiting forever */
+		abandoned = g.connecting;
+		g.connecting = NULL;
 		if (g.comms) {
 			/* NCCL closes its comms first; if it did not, the last close tears down */
 			g.destroy_pending = true;
@@ -301,6 +312,11 @@ hnccl_result_t hp_finalize(void *ctx)
 		}
 	}
 	pthread_mutex_unlock(&g.lock);
+	while ((c = abandoned)) {
+		abandoned = c->next_connecting;
+		harp_conn__close(c->conn);
+		comm_free(c);
+	}
 	free(ctx);
 	return HNCCL_SUCCESS;
 }

@@ -180,6 +180,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 static const char *log_role = "driver";
 static bool log_verbose;
 static atomic_int warn_lines;
+static atomic_int closed_lines; /* INFO "harp closed on ...": finalize tore harp down */
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
 static char first_warn[1024];
 
@@ -239,6 +240,9 @@ static void drv_logger(enum hnccl_log_level level, unsigned long flags, const ch
 	if (level == HNCCL_LOG_TRACE && !log_verbose) {
 		return;
 	}
+	if (level == HNCCL_LOG_INFO && strstr(msg, "harp closed on ")) {
+		atomic_fetch_add(&closed_lines, 1);
+	}
 	fprintf(stderr, "%s:%d:%d [0] NCCL %s %s\n", log_role, getpid(), gettid(),
 		level < sizeof(names) / sizeof(names[0]) ? names[level] : "?", msg);
 }
@@ -271,6 +275,7 @@ struct drv {
 	void *lib;
 	struct net_api api;
 	void *ctx[2]; /* [1]: a second communicator's context (many) */
+	bool expect_closed; /* close-order: finalize must say "harp closed" */
 	int nctx;
 	int ndev;
 	int my_dir, peer_dir; /* DIR_* of the bytes this side sends and receives */
@@ -1797,6 +1802,29 @@ static int close_order_orphan(struct drv *d, struct pair *p, double deadline)
 	return 0;
 }
 
+/*
+ * A connect NCCL gives up on half-way (called once, never again: an abort during set-up), to a
+ * listen comm of this side that never accepts: the finalize that follows must still tear harp
+ * down (main checks for the plugin's "harp closed" line).
+ */
+static int close_order_abandon(struct drv *d)
+{
+	unsigned char handle[HNCCL_NET_HANDLE_MAXSIZE] = { 0 };
+	struct hnccl_net_device_handle *dev_handle = NULL;
+	void *listen = NULL, *send = NULL;
+
+	NET_CALL(d->api.listen(d->ctx[0], 0, handle, &listen));
+	NET_CALL(d->api.connect(d->ctx[0], 0, handle, &send, &dev_handle));
+	if (send) {
+		fail("a connect to a listen comm that never accepts finished at once");
+		return -1;
+	}
+	NET_CALL(d->api.close_listen(listen));
+	d->expect_closed = d->api.finalize != NULL; /* v8-v10 have none: the unload tears down */
+	note("close-order: a connect abandoned half-way, then finalize");
+	return 0;
+}
+
 static int scenario_close_order(struct drv *d, double deadline)
 {
 	struct pair p[CLOSE_PAIRS] = { { 0 } };
@@ -1861,6 +1889,9 @@ close:
 	    close_pair(d, &p[2], false) || close_pair(d, &p[3], true) ||
 	    close_pair(d, &p[4], true) || close_pair(d, &p[5], false)) {
 		rc = -1;
+	}
+	if (!rc) {
+		rc = close_order_abandon(d);
 	}
 	return rc;
 }
@@ -2280,6 +2311,11 @@ int main(int argc, char **argv)
 		rc = run_scenario(&d, t0 + d.o.timeout_s);
 	}
 	if (drv_finalize(&d)) {
+		rc = -1;
+	}
+	if (d.expect_closed && !atomic_load(&closed_lines)) {
+		fail("finalize did not tear harp down (no \"harp closed\" line): an abandoned connect "
+		     "kept it open");
 		rc = -1;
 	}
 	t1 = rdv_now();
