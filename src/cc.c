@@ -11,9 +11,7 @@
  * The window counts bytes (RFC 9002's way), so that a path MTU that rises from 1500 to 9000 does
  * not multiply what is in flight six times, nor a fall divide it: packets of every size draw on
  * one budget. Below ssthresh it grows by the bytes acked (slow start), above it by one full
- * packet (mss) per window of bytes acked (congestion avoidance, RFC 5681's byte counting), or,
- * where the window is one of several paths' sharing a bottleneck, per `step` bytes acked (a
- * coupled increase, which the caller works out over its paths). A loss
+ * packet (mss) per window of bytes acked (congestion avoidance, RFC 5681's byte counting). A loss
  * halves it once per window of data: the decrease records next_psn as the recovery point, and
  * losses of packets sent before that point are the same congestion event; recovery ends when the
  * cumulative ack reaches it. A timeout drops the window to its floor, min_segs full packets.
@@ -110,7 +108,7 @@ void cc_set_mss(struct cc *c, uint32_t mss)
 	c->ssthresh = c->ssthresh > c->cwnd_min ? c->ssthresh : c->cwnd_min;
 }
 
-static void cc_grow(struct cc *c, uint32_t newly_acked, uint32_t step)
+static void cc_grow(struct cc *c, uint32_t newly_acked)
 {
 	uint32_t ss;
 
@@ -122,15 +120,13 @@ static void cc_grow(struct cc *c, uint32_t newly_acked, uint32_t step)
 		c->cwnd += ss;
 		newly_acked -= ss;
 	}
-	/* what slow start did not use counts towards avoidance: one mss per window of bytes acked
-	 * (or per step, if coupled and more) */
+	/* what slow start did not use counts towards avoidance: one mss per window of bytes acked */
 	if (newly_acked > UINT32_MAX - c->acked_since_growth) {
 		newly_acked = UINT32_MAX - c->acked_since_growth;
 	}
 	c->acked_since_growth += newly_acked;
-	while (c->acked_since_growth >= (step > c->cwnd ? step : c->cwnd) &&
-	       c->cwnd < c->cwnd_max) {
-		c->acked_since_growth -= step > c->cwnd ? step : c->cwnd;
+	while (c->acked_since_growth >= c->cwnd && c->cwnd < c->cwnd_max) {
+		c->acked_since_growth -= c->cwnd;
 		c->cwnd = c->cwnd_max - c->cwnd > c->mss ? c->cwnd + c->mss : c->cwnd_max;
 	}
 	if (c->cwnd >= c->cwnd_max) {
@@ -164,22 +160,16 @@ static void cc_check_delay(struct cc *c, const struct rtt_est *r, uint64_t now)
 	c->delay_backoff_ns = now;
 }
 
-void cc_on_ack_coupled(struct cc *c, uint32_t newly_acked, uint32_t ack_psn,
-		       const struct rtt_est *r, uint64_t now, uint32_t step)
+void cc_on_ack(struct cc *c, uint32_t newly_acked, uint32_t ack_psn, const struct rtt_est *r,
+	       uint64_t now)
 {
 	/* ack_psn means "every psn before this arrived": the window that lost data is all acked */
 	if (c->in_recovery && !psn_before(ack_psn, c->recovery_psn)) {
 		c->in_recovery = false;
 	}
-	cc_grow(c, newly_acked, step);
+	cc_grow(c, newly_acked);
 	cc_check_delay(c, r, now);
 	c->cwnd = cc_clamp_u32(c->cwnd, c->cwnd_min, c->cwnd_max);
-}
-
-void cc_on_ack(struct cc *c, uint32_t newly_acked, uint32_t ack_psn, const struct rtt_est *r,
-	       uint64_t now)
-{
-	cc_on_ack_coupled(c, newly_acked, ack_psn, r, now, 0);
 }
 
 static uint32_t cc_half_window(const struct cc *c)

@@ -1164,38 +1164,10 @@ static void undo_spurious_timeout(struct harp_conn *c, uint32_t ts_echo)
 	}
 }
 
-/*
- * Coupled increase: in congestion avoidance the connection's paths together grow by one full
- * packet per round trip, as one window would, not one each. Path i grows by one mss per
- * cwnd_total bytes acked on it (cc_on_ack_coupled's step). Eight paths each growing on their
- * own act as eight flows at a shared bottleneck: through a 16-packet queue at 300 Mbit/s they had
- * the hop drop 8,400 packets per 32 MiB, coupled 2,000 (perf/shallow). RFC 6356's alpha, which
- * slows the sum to 1/8 packet a round trip for 8 equal paths, had it drop 1,250 but lost 15% of
- * the 4-rank all-reduce here, whose windows shrink on delays that are the 2 cores' scheduling,
- * not a queue; this lost 5%, within the noise. Paths on separate bottlenecks (the fabric's
- * per-flow caps) still each fill theirs. 0 (each path alone) with one path.
- */
-static uint32_t coupled_step(const struct harp_conn *c)
-{
-	uint64_t total = 0;
-	uint32_t i, n = 0;
-
-	for (i = 0; i < c->npaths; i++) {
-		if (c->paths[i].live) {
-			total += c->paths[i].cc.cwnd;
-			n++;
-		}
-	}
-	if (n < 2) {
-		return 0;
-	}
-	return total < UINT32_MAX ? (uint32_t)total : UINT32_MAX - 1;
-}
-
 /* Per path: RTT sample, window growth, and the path's proof of life. */
 static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_t now)
 {
-	uint32_t i, step = UINT32_MAX; /* worked out once, if a path in avoidance needs it */
+	uint32_t i;
 
 	for (i = 0; i < c->npaths; i++) {
 		struct conn_path *p = &c->paths[i];
@@ -1211,11 +1183,7 @@ static void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_
 			p->acked /= 2;
 			p->losses /= 2;
 		}
-		if (step == UINT32_MAX && p->cc.cwnd >= p->cc.ssthresh) {
-			step = coupled_step(c);
-		}
-		cc_on_ack_coupled(&p->cc, t->bytes[i], c->snd_una, &p->rtt, now,
-				  step == UINT32_MAX ? 0 : step);
+		cc_on_ack(&p->cc, t->bytes[i], c->snd_una, &p->rtt, now);
 		p->last_ack_ns = now;
 		p->waiting_since_ns = p->inflight ? now : 0;
 	}

@@ -218,10 +218,6 @@ void cc_set_mss(struct cc *c, uint32_t mss);
 /* newly_acked bytes were acknowledged; ack_psn is the new cumulative ack. */
 void cc_on_ack(struct cc *c, uint32_t newly_acked, uint32_t ack_psn, const struct rtt_est *r,
 	       uint64_t now);
-/* The same for one of several coupled windows: in avoidance it grows by one mss per step bytes
- * acked, or per window if that is more (0: per window, as cc_on_ack). */
-void cc_on_ack_coupled(struct cc *c, uint32_t newly_acked, uint32_t ack_psn,
-		       const struct rtt_est *r, uint64_t now, uint32_t step);
 /* Loss of psn detected while next_psn is the next one to send. */
 void cc_on_loss(struct cc *c, uint32_t psn, uint32_t next_psn);
 void cc_on_timeout(struct cc *c, uint32_t next_psn);

@@ -496,31 +496,6 @@ static void test_pace(void **state)
 	assert_true(pc.credit > 0 && pc.credit <= 2ll * UINT32_MAX / 4);
 }
 
-/* A coupled window grows by one mss per step bytes acked where step is more than the window. */
-static void test_cc_coupled_step(void **state)
-{
-	struct rtt_est r;
-	struct cc c;
-
-	(void)state;
-	rtt_steady(&r);
-	cc_init(&c, M, 10 * M, 2, 1024 * M);
-	cc_on_loss(&c, 1, 2); /* avoidance at 5 packets */
-	cc_on_ack_coupled(&c, 5 * M, 3, &r, T0, 20 * M);
-	assert_int_equal(c.cwnd, 5 * M); /* a window acked: not yet */
-	cc_on_ack_coupled(&c, 15 * M, 4, &r, T0, 20 * M);
-	assert_int_equal(c.cwnd, 6 * M); /* 20 acked: one step */
-	assert_int_equal(c.acked_since_growth, 0);
-	/* a step below the window counts as the window: never faster than a lone path */
-	cc_on_ack_coupled(&c, 6 * M, 5, &r, T0, 2 * M);
-	assert_int_equal(c.cwnd, 7 * M);
-	assert_int_equal(c.acked_since_growth, 0);
-	/* slow start is not coupled */
-	cc_init(&c, M, 10 * M, 2, 1024 * M);
-	cc_on_ack_coupled(&c, 10 * M, 3, &r, T0, 1000 * M);
-	assert_int_equal(c.cwnd, 20 * M);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,7 +508,6 @@ int main(void)
 		cmocka_unit_test(test_cc_init),
 		cmocka_unit_test(test_cc_bytes_and_mss),
 		cmocka_unit_test(test_pace),
-		cmocka_unit_test(test_cc_coupled_step),
 		cmocka_unit_test(test_cc_slow_start),
 		cmocka_unit_test(test_cc_slow_start_stops_at_ssthresh),
 		cmocka_unit_test(test_cc_avoidance),

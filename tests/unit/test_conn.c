@@ -1485,55 +1485,6 @@ static void test_pacing(void **state)
 	free(s);
 }
 
-/* Sends n full packets from a to b and lets every ack come back. */
-static void transfer_full(struct pair *p, uint32_t n, uint32_t tag)
-{
-	size_t len = (size_t)n * PAYLOAD;
-	uint8_t *src = calloc(1, len), *dst = calloc(1, len);
-	struct harp_req *r, *s;
-
-	r = announce_recv(p, dst, len, tag);
-	s = post_send(&p->a, src, len, tag);
-	run_clean(p);
-	assert_int_equal(req_state(r), REQ_DONE);
-	assert_int_equal(req_state(s), REQ_DONE);
-	free(src);
-	free(dst);
-	free(r);
-	free(s);
-}
-
-/*
- * Coupled increase: four paths in avoidance grow together by one packet a round trip (one
- * window's worth of acks), as one window would, where four lone windows would each grow a
- * packet a round trip. One path alone grows as before.
- */
-static void test_coupled_increase(void **state)
-{
-	struct pair *p = *state;
-	uint32_t i;
-
-	/* alone: 64 packets acked through a window of 8 in avoidance grow it 4 times or more */
-	p->a.paths[0].cc.cwnd = p->a.paths[0].cc.ssthresh = 8 * FULL;
-	rtt_sample(&p->a.paths[0].rtt, 100);
-	transfer_full(p, 64, 1);
-	assert_true(p->a.paths[0].cc.cwnd >= 12 * FULL);
-
-	more_paths(p, 4);
-	for (i = 0; i < 4; i++) {
-		struct conn_path *path = &p->a.paths[i];
-
-		path->cc.cwnd = path->cc.ssthresh = 8 * FULL;
-		path->cc.acked_since_growth = 0;
-		rtt_sample(&path->rtt, 100);
-	}
-	/* four round trips of the four (128 packets, 32 a path): one packet each, four in all */
-	transfer_full(p, 128, 2);
-	for (i = 0; i < 4; i++) {
-		assert_int_equal(p->a.paths[i].cc.cwnd, 9 * FULL);
-	}
-}
-
 /* HARP_CWND_MAX holds over all paths: 16 with 8 paths is 16 packets in flight, not 8 x 16. */
 static void test_cwnd_max_all_paths(void **state)
 {
@@ -1805,7 +1756,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_coupled_increase, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cwnd_max_all_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
