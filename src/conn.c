@@ -2111,14 +2111,18 @@ send:
 	header_of(c, rec, psn, tx, now);
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
-	if (rec->type == HARP_PKT_DATA && rec->len > c->payload_max) {
-		/* cut before the path MTU fell: it goes in parts, this the first */
+	if (rec->type == HARP_PKT_DATA && (rec->seg_parts || rec->len > c->payload_max)) {
+		/* cut before the path MTU fell: it goes in parts, this the first. Once cut, always
+		 * cut the same way, whatever the path MTU is since: the receiver holds the parts
+		 * that came, and takes neither the whole packet nor another cut of it. */
 		struct conn_seg_out *so = &c->seg_out;
-		uint32_t parts = (rec->len + c->payload_max - 1) / c->payload_max;
+		uint32_t parts = rec->seg_parts ? rec->seg_parts :
+						  (rec->len + c->payload_max - 1) / c->payload_max;
 
 		so->active = true;
 		so->psn = psn;
 		so->parts = (uint16_t)(parts < HARP_SEG_MAX ? parts : HARP_SEG_MAX);
+		rec->seg_parts = (uint8_t)so->parts;
 		so->part_len = (rec->len + so->parts - 1) / so->parts;
 		so->next = 0;
 		so->src_port = tx->src_port;

@@ -93,6 +93,7 @@ struct tx_rec {
 	uint8_t eager;	 /* DATA of a send already completed: 1 + the slot of its payload */
 	bool dead;	 /* its request failed while lingering: never sent again */
 	bool unsol;	 /* DATA sent before its buffer was known: rsn is the send's ssn */
+	uint8_t seg_parts; /* went in this many parts once (the path MTU fell): always so again */
 	uint16_t len;
 	uint16_t pipe_bytes; /* counted in its path's inflight_bytes, while in_pipe */
 	uint32_t rsn;

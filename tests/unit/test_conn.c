@@ -1485,6 +1485,51 @@ static void test_pacing(void **state)
 	free(s);
 }
 
+/*
+ * A packet that went out in parts when the path MTU fell goes in the same parts ever after,
+ * even once the MTU is back up: the receiver holds the parts that came, and would take neither
+ * the whole packet nor another cut (the fault_xfer_reorder_mtu9000 runs that hung for 10 s).
+ */
+static void test_parts_stay_parts(void **state)
+{
+	struct pair *p = *state;
+	size_t len = PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	int i;
+
+	fill_pattern(src, len, 9);
+	r = announce_recv(p, dst, len, 3);
+	s = post_send(&p->a, src, len, 3);
+	emit(&p->a, &p->ab, p->now, false);
+	p->ab.n = 0; /* the whole packet is lost */
+	/* the path MTU falls: the timeout sends it again in 3 parts, of which one arrives */
+	p->a.payload_max = 400;
+	p->now += (uint64_t)p->a.rtt.rto_us * 1000 + 1;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	deliver_one(&p->b, &p->ab.p[0], p->now);
+	p->ab.n = 0;
+	/* and rises again before the next timeout: the same 3 parts go, not the whole packet */
+	p->a.payload_max = PAYLOAD;
+	p->now += (uint64_t)p->a.rtt.rto_us * 1000 * 4 + 1;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	for (i = 0; i < p->ab.n; i++) {
+		assert_true(p->ab.p[i].h.type != HARP_PKT_DATA || (p->ab.p[i].h.seg >> 8) == 3);
+	}
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 /* HARP_CWND_MAX holds over all paths: 16 with 8 paths is 16 packets in flight, not 8 x 16. */
 static void test_cwnd_max_all_paths(void **state)
 {
@@ -1757,6 +1802,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cwnd_max_all_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parts_stay_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
