@@ -125,6 +125,11 @@ int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_a
 			return n ? -errno : -ETIMEDOUT;
 		}
 		n = agent_recv(fd, resp, NULL);
+		if (n == -ECONNRESET && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN)) {
+			/* the agent closed with our request unread: the kernel reports that once,
+			 * ahead of the answer it had queued for us, which is still there */
+			n = agent_recv(fd, resp, NULL);
+		}
 		if (n <= 0) {
 			return n ? (int)n : -ECONNRESET;
 		}

@@ -617,6 +617,10 @@ static void turn_away(int fd, int err, const char *fmt, ...)
 	vsnprintf(resp.text, sizeof(resp.text), fmt, ap);
 	va_end(ap);
 	(void)agent_send(fd, &resp, -1);
+	/* what it sent already is read and dropped: closed with it unread, the socket would
+	 * reset the client's, which then reports that before it reads the answer */
+	while (recv(fd, &resp, sizeof(resp), MSG_DONTWAIT) > 0) {
+	}
 	close(fd);
 }
 

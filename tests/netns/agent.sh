@@ -312,7 +312,10 @@ try:
     s.send(bytes(m))
 except (BrokenPipeError, ConnectionResetError):
     pass  # turned away at once: the answer that says why is still there to read
-r = s.recv(4096)
+try:
+    r = s.recv(4096)
+except ConnectionResetError:
+    r = s.recv(4096)  # closed with our hello unread: reported once, ahead of the answer
 text = r[128:].split(bytes(1))[0].decode()
 print(f"status {struct.unpack_from('<i', r, 8)[0]}: {text}")
 PY

@@ -5,6 +5,7 @@
  * request's number); an answer that turns the client away is read even after the agent closed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,9 +57,24 @@ static void test_late_answer_passed_over(void **state)
 	close(sv[1]);
 }
 
+/* An agent that turns its client away a moment after it connected, its request unread. */
+static void *turn_away_later(void *arg)
+{
+	int fd = *(int *)arg;
+	struct harp_agent_msg m;
+
+	usleep(100000); /* the client's request is in our queue by now, and it waits */
+	agent_msg_init(&m, HARP_AGENT_HELLO);
+	m.status = -EACCES;
+	(void)agent_send(fd, &m, -1);
+	close(fd);
+	return NULL;
+}
+
 static void test_turned_away_answer_read(void **state)
 {
 	struct harp_agent_msg hello, got;
+	pthread_t agent;
 	int sv[2];
 
 	(void)state;
@@ -69,6 +85,17 @@ static void test_turned_away_answer_read(void **state)
 	close(sv[1]);
 	assert_int_equal(agent_call_ms(sv[0], &hello, -1, &got, 1000), 0);
 	assert_int_equal(got.status, -EUSERS);
+	close(sv[0]);
+
+	/* ... and when it closed with our request unread, while we waited for the answer (the
+	 * kernel then reports a reset, once, ahead of the answer it queued) */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(pthread_create(&agent, NULL, turn_away_later, &sv[1]), 0);
+	memset(&got, 0, sizeof(got));
+	agent_msg_init(&hello, HARP_AGENT_HELLO);
+	assert_int_equal(agent_call_ms(sv[0], &hello, -1, &got, 2000), 0);
+	assert_int_equal(got.status, -EACCES);
+	pthread_join(agent, NULL);
 	close(sv[0]);
 }
 
