@@ -712,7 +712,7 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	}
 	/* The peer's probes for this connection, as our XDP program recorded them, usually fail
 	 * the same way ours did. */
-	queue_set_text(seen, sizeof(seen), steer_probe_queues_now(e->env.steer, c->id, c->token));
+	queue_set_text(seen, sizeof(seen), steer_probe_queues(e->env.steer, c->id, c->token));
 	pr_err("conn %u: none of %llu probes over random UDP port pairs reached the engine of peer "
 	       "%s that owns this connection within HARP_CONNECT_TIMEOUT_MS=%d; here, the peer's "
 	       "probes arrived on rx queue(s) %s of %s while this connection's engine runs queue %d "

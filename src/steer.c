@@ -781,27 +781,13 @@ uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
 	struct harp_agent_msg req, resp;
 	uint64_t seen = 0;
-
-	if (s->agent_fd >= 0) {
-		agent_msg_init(&req, HARP_AGENT_PROBE);
-		req.conn_id = conn_id;
-		req.token = token;
-		return agent_ask(s, &req, -1, &resp, "read where probes arrived") ? 0 : resp.value[0];
-	}
-	if (s->probe_map_fd < 0 || bpf_map_lookup_elem(s->probe_map_fd, &key, &seen)) {
-		return 0;
-	}
-	return seen;
-}
-
-uint64_t steer_probe_queues_now(struct steer *s, uint32_t conn_id, uint64_t token)
-{
-	struct harp_agent_msg req, resp;
 	int err;
 
 	if (s->agent_fd < 0) {
-		return steer_probe_queues(s, conn_id, token); /* a map lookup: no waiting */
+		return s->probe_map_fd < 0 || bpf_map_lookup_elem(s->probe_map_fd, &key, &seen) ? 0
+												      : seen;
 	}
+	/* an engine's pass: no waiting for another request, 20 ms at most for the answer */
 	if (pthread_mutex_trylock(&s->agent_lock)) {
 		return 0;
 	}

@@ -62,13 +62,11 @@ void steer_leave(struct steer *s, int queue);
 int steer_counters(struct steer *s, struct harp_queue_stats *st);
 /*
  * The rx queues (bit q: queue q) on which the XDP program saw probes naming this connection (id
- * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them.
+ * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them,
+ * or it cannot be known at once: called from an engine's pass, it does not wait for another
+ * request to the node agent, and waits 20 ms at most for the agent's answer.
  */
 uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token);
-/* The same from an engine's pass, which must not wait on the agent: where one is in use, its
- * answer is waited for at most 20 ms, and not at all if another request holds the connection
- * to it; 0 then (unknown). */
-uint64_t steer_probe_queues_now(struct steer *s, uint32_t conn_id, uint64_t token);
 /*
  * queue_owners: steer_claim records this process as the holder of queue (it has just bound it);
  * steer_release clears the record if it is still ours; steer_owner_text describes the recorded

@@ -640,8 +640,6 @@ static int oldest_silent(long long uid)
 	return best;
 }
 
-static void drop_client(int i, const char *why);
-
 /*
  * A new connection. A uid not served is answered at once and closed. A uid at --max-per-uid,
  * or an agent at --max-clients, makes room by dropping the oldest client that has not said

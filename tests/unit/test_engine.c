@@ -109,7 +109,7 @@ void steer_check_attached(struct steer *s, char *buf, size_t len)
 	}
 }
 
-uint64_t steer_probe_queues_now(struct steer *s, uint32_t conn_id, uint64_t token)
+uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	(void)s;
 	(void)conn_id;

@@ -68,7 +68,7 @@ static void test_engine_calls_do_not_wait(void **state)
 	t0 = ms_now();
 	steer_probe_forget(s, 2, 22);
 	steer_probe_forget(s, 3, 33);
-	assert_int_equal(steer_probe_queues_now(s, 4, 44), 0); /* unknown, at once */
+	assert_int_equal(steer_probe_queues(s, 4, 44), 0); /* unknown, at once */
 	assert_true(ms_now() - t0 < 100);
 	assert_int_equal(forgets_seen(sv[1]), 0);
 	assert_int_equal(s->agent_nforget, 2);
@@ -80,7 +80,7 @@ static void test_engine_calls_do_not_wait(void **state)
 
 	/* a PROBE for an error line waits 20 ms for an agent that does not answer, no more */
 	t0 = ms_now();
-	assert_int_equal(steer_probe_queues_now(s, 6, 66), 0);
+	assert_int_equal(steer_probe_queues(s, 6, 66), 0);
 	assert_true(ms_now() - t0 < 200);
 
 	close(sv[0]);
