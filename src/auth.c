@@ -30,6 +30,7 @@ static struct {
 	__typeof__(&crypto_kx_keypair) kx_keypair;
 	__typeof__(&crypto_kx_client_session_keys) kx_client;
 	__typeof__(&crypto_kx_server_session_keys) kx_server;
+	__typeof__(&crypto_generichash) hash;
 	__typeof__(&crypto_aead_aes256gcm_is_available) aes_available;
 	__typeof__(&crypto_aead_aes256gcm_beforenm) aes_beforenm;
 	__typeof__(&crypto_aead_aes256gcm_encrypt_detached_afternm) aes_seal;
@@ -68,6 +69,7 @@ static void so_load(void)
 	LOOKUP(kx_keypair, crypto_kx_keypair);
 	LOOKUP(kx_client, crypto_kx_client_session_keys);
 	LOOKUP(kx_server, crypto_kx_server_session_keys);
+	LOOKUP(hash, crypto_generichash);
 	LOOKUP(aes_available, crypto_aead_aes256gcm_is_available);
 	LOOKUP(aes_beforenm, crypto_aead_aes256gcm_beforenm);
 	LOOKUP(aes_seal, crypto_aead_aes256gcm_encrypt_detached_afternm);
@@ -112,18 +114,36 @@ struct harp_auth {
 	struct auth_key tx, rx;
 	bool aes;
 	uint64_t tx_count; /* frames sealed: the next one's counter */
+	/* the replay window: one past the newest counter taken, and a bit for each of the last
+	 * AUTH_REPLAY_WINDOW counters (counter % AUTH_REPLAY_WINDOW), set once taken */
+	uint64_t rx_next;
+	uint64_t rx_taken[AUTH_REPLAY_WINDOW / 64];
 };
 
-static void key_set(struct auth_key *k, const uint8_t *raw, bool aes)
+/*
+ * One direction's key, bound to the addresses its frames travel between: BLAKE2b keyed with the
+ * key exchange's session key, over a label and the sender's then the receiver's address.
+ */
+static int key_set(struct auth_key *k, const uint8_t *session, uint32_t from_ip, uint32_t to_ip,
+		   bool aes)
 {
-	memcpy(k->raw, raw, sizeof(k->raw));
-	if (aes) {
-		so.aes_beforenm(&k->aes, raw);
+	static const char label[] = "harp frames v1";
+	uint8_t in[sizeof(label) + 8];
+
+	memcpy(in, label, sizeof(label));
+	memcpy(in + sizeof(label), &from_ip, 4);
+	memcpy(in + sizeof(label) + 4, &to_ip, 4);
+	if (so.hash(k->raw, sizeof(k->raw), in, sizeof(in), session, crypto_kx_SESSIONKEYBYTES)) {
+		return -EPROTO;
 	}
+	if (aes) {
+		so.aes_beforenm(&k->aes, k->raw);
+	}
+	return 0;
 }
 
 struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool connector,
-			   bool aes, int *err)
+			   bool aes, uint32_t local_ip, uint32_t peer_ip, int *err)
 {
 	uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
 	struct harp_auth *a;
@@ -139,12 +159,18 @@ struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool
 	a = aligned_alloc(64, (sizeof(*a) + 63) & ~(size_t)63);
 	if (!a) {
 		*err = -ENOMEM;
-		return NULL;
+	} else {
+		memset(a, 0, sizeof(*a));
+		a->aes = aes;
+		*err = key_set(&a->tx, tx, local_ip, peer_ip, aes);
+		if (!*err) {
+			*err = key_set(&a->rx, rx, peer_ip, local_ip, aes);
+		}
+		if (*err) {
+			auth_free(a);
+			a = NULL;
+		}
 	}
-	memset(a, 0, sizeof(*a));
-	a->aes = aes;
-	key_set(&a->tx, tx, aes);
-	key_set(&a->rx, rx, aes);
 	so.memzero(rx, sizeof(rx));
 	so.memzero(tx, sizeof(tx));
 	return a;
@@ -163,14 +189,17 @@ const char *auth_algorithm(const struct harp_auth *a)
 	return a->aes ? "AES-256-GCM" : "ChaCha20-Poly1305";
 }
 
-/* The 12-byte nonce: the frame counter, big-endian, after four zero bytes. */
-static void nonce_of(uint8_t nonce[12], const uint8_t counter[8])
+/* The 12-byte nonce: the frame's UDP ports as on the wire, then the counter, big-endian. */
+static void nonce_of(uint8_t nonce[12], uint16_t src_port, uint16_t dst_port,
+		     const uint8_t counter[8])
 {
-	memset(nonce, 0, 4);
+	memcpy(nonce, &src_port, 2);
+	memcpy(nonce + 2, &dst_port, 2);
 	memcpy(nonce + 4, counter, 8);
 }
 
-void auth_seal(struct harp_auth *a, uint8_t *records, uint32_t len)
+void auth_seal(struct harp_auth *a, uint16_t src_port, uint16_t dst_port, uint8_t *records,
+	       uint32_t len)
 {
 	uint8_t *trailer = records + len, nonce[12], none[1] = { 0 };
 	uint64_t n = a->tx_count++;
@@ -179,7 +208,7 @@ void auth_seal(struct harp_auth *a, uint8_t *records, uint32_t len)
 	for (i = 7; i >= 0; i--, n >>= 8) {
 		trailer[i] = (uint8_t)n;
 	}
-	nonce_of(nonce, trailer);
+	nonce_of(nonce, src_port, dst_port, trailer);
 	if (a->aes) {
 		so.aes_seal(none, trailer + 8, NULL, none, 0, records, len, NULL, nonce, &a->tx.aes);
 	} else {
@@ -188,18 +217,50 @@ void auth_seal(struct harp_auth *a, uint8_t *records, uint32_t len)
 	}
 }
 
-bool auth_check(const struct harp_auth *a, const uint8_t *records, uint32_t len,
-		const uint8_t *trailer)
+/* The window's word and bit for counter n. */
+#define TAKEN_WORD(a, n) ((a)->rx_taken[((n) / 64) % ARRAY_SIZE((a)->rx_taken)])
+#define TAKEN_BIT(n) (1ull << ((n) % 64))
+
+/* Takes counter n once: false if it was taken, or is behind the newest AUTH_REPLAY_WINDOW. */
+static bool take_counter(struct harp_auth *a, uint64_t n)
+{
+	if (n >= a->rx_next) {
+		/* the window slides: the slots from rx_next to n held counters now out of it */
+		if (n - a->rx_next >= AUTH_REPLAY_WINDOW) {
+			memset(a->rx_taken, 0, sizeof(a->rx_taken));
+		}
+		for (uint64_t m = a->rx_next; m < n && n - m < AUTH_REPLAY_WINDOW; m++) {
+			TAKEN_WORD(a, m) &= ~TAKEN_BIT(m);
+		}
+		a->rx_next = n + 1;
+	} else if (a->rx_next - n > AUTH_REPLAY_WINDOW || (TAKEN_WORD(a, n) & TAKEN_BIT(n))) {
+		return false;
+	}
+	TAKEN_WORD(a, n) |= TAKEN_BIT(n);
+	return true;
+}
+
+enum auth_verdict auth_open(struct harp_auth *a, uint16_t src_port, uint16_t dst_port,
+			    const uint8_t *records, uint32_t len, const uint8_t *trailer)
 {
 	uint8_t nonce[12], none[1] = { 0 }; /* the empty plaintext's place */
+	uint64_t n = 0;
+	int rc, i;
 
-	nonce_of(nonce, trailer);
+	nonce_of(nonce, src_port, dst_port, trailer);
 	if (a->aes) {
-		return so.aes_open(none, NULL, none, 0, trailer + 8, records, len, nonce,
-				   &a->rx.aes) == 0;
+		rc = so.aes_open(none, NULL, none, 0, trailer + 8, records, len, nonce, &a->rx.aes);
+	} else {
+		rc = so.chacha_open(none, NULL, none, 0, trailer + 8, records, len, nonce,
+				    a->rx.raw);
 	}
-	return so.chacha_open(none, NULL, none, 0, trailer + 8, records, len, nonce,
-			      a->rx.raw) == 0;
+	if (rc) {
+		return AUTH_FORGED;
+	}
+	for (i = 0; i < 8; i++) {
+		n = n << 8 | trailer[i];
+	}
+	return take_counter(a, n) ? AUTH_OK : AUTH_REPLAYED;
 }
 
 #else /* built without libsodium's header */
@@ -222,9 +283,9 @@ void auth_keypair(struct auth_keypair *kp)
 }
 
 struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool connector,
-			   bool aes, int *err)
+			   bool aes, uint32_t local_ip, uint32_t peer_ip, int *err)
 {
-	(void)kp, (void)peer_pk, (void)connector, (void)aes;
+	(void)kp, (void)peer_pk, (void)connector, (void)aes, (void)local_ip, (void)peer_ip;
 	*err = -ENOENT;
 	return NULL;
 }
@@ -240,16 +301,17 @@ const char *auth_algorithm(const struct harp_auth *a)
 	return "none";
 }
 
-void auth_seal(struct harp_auth *a, uint8_t *records, uint32_t len)
+void auth_seal(struct harp_auth *a, uint16_t src_port, uint16_t dst_port, uint8_t *records,
+	       uint32_t len)
 {
-	(void)a, (void)records, (void)len;
+	(void)a, (void)src_port, (void)dst_port, (void)records, (void)len;
 }
 
-bool auth_check(const struct harp_auth *a, const uint8_t *records, uint32_t len,
-		const uint8_t *trailer)
+enum auth_verdict auth_open(struct harp_auth *a, uint16_t src_port, uint16_t dst_port,
+			    const uint8_t *records, uint32_t len, const uint8_t *trailer)
 {
-	(void)a, (void)records, (void)len, (void)trailer;
-	return false;
+	(void)a, (void)src_port, (void)dst_port, (void)records, (void)len, (void)trailer;
+	return AUTH_FORGED;
 }
 
 #endif

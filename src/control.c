@@ -287,7 +287,8 @@ static int auth_agree(struct harp_conn *c, const struct hello *h)
 		return -EPROTO;
 	}
 	c->auth = auth_new(&s->kp, h->auth_pk, !c->is_listener_side,
-			   (s->auth_flags & AUTH_F_AES) && (h->auth & AUTH_F_AES), &err);
+			   (s->auth_flags & AUTH_F_AES) && (h->auth & AUTH_F_AES), c->path.src_ip,
+			   c->path.dst_ip, &err);
 	if (!c->auth) {
 		setup_fail(c, "HARP_AUTH: no keys from the peer's public key: %s", strerror(-err));
 		return err;

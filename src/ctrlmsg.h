@@ -55,8 +55,9 @@ int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *o
 #define CHAN_MAGIC 0x48525043u /* "HRPC"; the set-up hellos start with it too */
 /* 2: paths found by probing; 3: a frame may carry several records; 4: small sends may go
  * unsolicited; 5: X25519 keys for HARP_AUTH (96 bytes); 6: path MTU probes, packets sent again
- * in parts (wire version 3) */
-#define HELLO_VERSION 6
+ * in parts (wire version 3); 7: HARP_AUTH's keys bound to the addresses, its nonce to the ports,
+ * and a replay window */
+#define HELLO_VERSION 7
 #define HELLO_MIN_MTU 576 /* what every IPv4 host must take */
 
 enum hello_type {

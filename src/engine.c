@@ -298,12 +298,24 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
 		e->stats.rx_unknown_conn++;
 		return;
 	}
-	/* HARP_AUTH: nothing of a frame is applied before its MAC holds; a connection without it
-	 * takes no frame that has one (and the reverse) */
-	if (unlikely(!c->auth != !p.trailer) ||
-	    (c->auth && !auth_check(c->auth, p.records, p.records_len, p.trailer))) {
+	/* HARP_AUTH: nothing of a frame is applied before its MAC holds and its counter is new; a
+	 * connection without it takes no frame that has one (and the reverse) */
+	if (unlikely(!c->auth != !p.trailer)) {
 		e->stats.rx_bad_auth++;
 		return;
+	}
+	if (c->auth) {
+		enum auth_verdict v = auth_open(c->auth, p.src_port, p.dst_port, p.records,
+						p.records_len, p.trailer);
+
+		if (v != AUTH_OK) {
+			if (v == AUTH_REPLAYED) {
+				e->stats.rx_replayed++;
+			} else {
+				e->stats.rx_bad_auth++;
+			}
+			return;
+		}
 	}
 	if (p.h.type == HARP_PKT_PROBE) {
 		/* this port pair reaches the connection's engine: tell the prober, unless another
@@ -469,7 +481,7 @@ static void tx_seal(struct harp_engine *e, struct tx_batch *b)
 		uint16_t trailer = htons(HARP_AUTH_TRAILER);
 
 		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
-		auth_seal(c->auth, records, b->records);
+		auth_seal(c->auth, b->src_port, b->dst_port, records, b->records);
 		len = wire_seal(b->frame, &path, b->records + HARP_AUTH_TRAILER, c->ip_id++, false);
 	} else {
 		len = wire_seal(b->frame, &path, b->records, c->ip_id++, true);

@@ -659,6 +659,7 @@ static void report(struct run *r, double secs, int rc)
 			qsum.rx_bad += qs.rx_bad;
 			qsum.rx_unknown_conn += qs.rx_unknown_conn;
 			qsum.rx_bad_auth += qs.rx_bad_auth;
+			qsum.rx_replayed += qs.rx_replayed;
 			qsum.xdp_rx_dropped += qs.xdp_rx_dropped;
 			qsum.xdp_rx_ring_full += qs.xdp_rx_ring_full;
 			qsum.xdp_rx_fill_ring_empty += qs.xdp_rx_fill_ring_empty;
@@ -715,8 +716,9 @@ static void report(struct run *r, double secs, int rc)
 	       sum.msgs_held);
 	printf("auth=%s\nauth_conns=%d\n", auth_name, auth_conns);
 	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nrx_bad_auth=%" PRIu64
-	       "\nxdp_rx_dropped=%" PRIu64 "\n",
-	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.rx_bad_auth, qsum.xdp_rx_dropped);
+	       "\nrx_replayed=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
+	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.rx_bad_auth, qsum.rx_replayed,
+	       qsum.xdp_rx_dropped);
 	printf("xdp_rx_ring_full=%" PRIu64 "\nxdp_fill_ring_empty=%" PRIu64
 	       "\ntx_ring_full=%" PRIu64 "\n",
 	       qsum.xdp_rx_ring_full, qsum.xdp_rx_fill_ring_empty, qsum.tx_ring_full);

@@ -141,6 +141,8 @@ struct harp_queue_stats {
 				* frame, larger than a packet harp takes) */
 	uint64_t busy_polls; /* HARP_BUSY_POLL_US: polls of the NIC queue the engine made */
 	uint64_t tx_kicks;   /* TX wake-ups (sendto) made: tx_packets / tx_kicks frames per kick */
+	uint64_t rx_replayed; /* HARP_AUTH: a frame with the peer's MAC whose counter was taken
+			       * already or is past the replay window: dropped */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 

@@ -12,7 +12,8 @@
 # With auth, both ends run HARP_AUTH=1 and the attacker first forges from live frames as one who
 # read the token would (DATA a few psns ahead with its payload changed, ACKs of what did not
 # arrive, some with the MAC trailer stripped): every one must be dropped by the MAC check
-# (rx_bad_auth), and every byte still verified.
+# (rx_bad_auth), and every byte still verified. Its replays (unchanged frames, MAC and all) must
+# be dropped by the replay window (rx_replayed) before any of their records is applied.
 #
 # Holds when both ends verify every byte in both directions and the frames the attacker sent
 # show up in their drop counters (rx_bad, rx_unknown_conn, rx_duplicates). Prints the goodput
@@ -63,16 +64,19 @@ wait "$srv" || rc_s=$?
 
 echo "packets: attacker rc=$rc_a sent: $(tr '\n' ' ' <"$tmp/attack" 2>/dev/null || echo none)"
 key() { sed -n "s/^$1=//p" "$2" | head -n 1; }
-dropped=0 bad_auth_sum=0
+dropped=0 bad_auth_sum=0 replayed_sum=0
 for end in server client; do
 	bad=$(key rx_bad "$tmp/$end.out") unknown=$(key rx_unknown_conn "$tmp/$end.out")
 	dups=$(key rx_duplicates "$tmp/$end.out") bad_auth=$(key rx_bad_auth "$tmp/$end.out")
+	replayed=$(key rx_replayed "$tmp/$end.out")
 	echo "packets: $end rc=$([[ $end == server ]] && echo "$rc_s" || echo "$rc_c")" \
 		"result=$(key result "$tmp/$end.out") verified_bytes=$(key verified_bytes "$tmp/$end.out")" \
 		"goodput_gbps=$(key goodput_gbps "$tmp/$end.out") rx_bad=$bad rx_unknown_conn=$unknown" \
-		"rx_duplicates=$dups rx_bad_auth=$bad_auth auth=$(key auth "$tmp/$end.out")"
-	dropped=$((dropped + ${bad:-0} + ${unknown:-0} + ${dups:-0} + ${bad_auth:-0}))
+		"rx_duplicates=$dups rx_bad_auth=$bad_auth rx_replayed=$replayed" \
+		"auth=$(key auth "$tmp/$end.out")"
+	dropped=$((dropped + ${bad:-0} + ${unknown:-0} + ${dups:-0} + ${bad_auth:-0} + ${replayed:-0}))
 	bad_auth_sum=$((bad_auth_sum + ${bad_auth:-0}))
+	replayed_sum=$((replayed_sum + ${replayed:-0}))
 	if [[ $auth ]] && ! grep -q '^auth=AES-256-GCM$\|^auth=ChaCha20-Poly1305$' "$tmp/$end.out"; then
 		report "HARP_AUTH=1, but the $end's connections did not authenticate"
 	fi
@@ -95,6 +99,11 @@ if [[ $auth ]]; then
 	((${forged:-0} > 1000)) || report "the attacker forged only ${forged:-0} frames"
 	((bad_auth_sum * 2 > ${forged:-0})) ||
 		report "only $bad_auth_sum of ${forged:-0} forged frames failed the MAC check"
+	# every replay carries the peer's MAC: only the window tells it from the first copy
+	replays=$(sed -n 's/^replay //p' "$tmp/attack" 2>/dev/null)
+	echo "packets: replayed $replays (and more in the flood), dropped by the window $replayed_sum"
+	((replayed_sum * 2 > ${replays:-0})) ||
+		report "only $replayed_sum of ${replays:-0} replayed frames were dropped as replays"
 fi
 
 if ((fail)); then

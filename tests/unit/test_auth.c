@@ -2,8 +2,10 @@
 /*
  * HARP_AUTH's cryptography (src/auth.c) with the real libsodium: both ends of a key exchange
  * agree, a sealed frame checks at the other end and nowhere else, and any change to the records
- * or the trailer, or a tag from the wrong direction, fails the check. Both algorithms.
+ * or the trailer, a tag from the wrong direction, other ports or other addresses fail the check.
+ * Each counter is taken once, in any order within the replay window. Both algorithms.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +20,15 @@ struct pair {
 	struct harp_auth *conn, *lis; /* the connector's and the listener's */
 };
 
-static void make_pair(struct pair *p, bool aes)
+/* 198.18.0.1 and 198.18.0.2, network order; two ports */
+#define IP_C htonl(0xc6120001)
+#define IP_L htonl(0xc6120002)
+#define P1 htons(47001)
+#define P2 htons(47002)
+
+/* Keys for a connection between addresses c_ip (the connector's view of itself) and l_ip. */
+static void make_pair_at(struct pair *p, bool aes, uint32_t c_ip, uint32_t l_ip, uint32_t c_peer,
+			 uint32_t l_self)
 {
 	struct auth_keypair c, l;
 	uint8_t c_pk[AUTH_PUBKEY_BYTES], l_pk[AUTH_PUBKEY_BYTES];
@@ -29,12 +39,23 @@ static void make_pair(struct pair *p, bool aes)
 	memcpy(c_pk, c.pk, sizeof(c_pk));
 	memcpy(l_pk, l.pk, sizeof(l_pk));
 	assert_memory_not_equal(c_pk, l_pk, sizeof(c_pk));
-	p->conn = auth_new(&c, l_pk, true, aes, &err);
+	p->conn = auth_new(&c, l_pk, true, aes, c_ip, c_peer, &err);
 	assert_non_null(p->conn);
-	p->lis = auth_new(&l, c_pk, false, aes, &err);
+	p->lis = auth_new(&l, c_pk, false, aes, l_self, l_ip, &err);
 	assert_non_null(p->lis);
 	/* the secrets are wiped once used */
 	assert_true(c.sk[0] == 0 && !memcmp(c.sk, c.sk + 1, sizeof(c.sk) - 1));
+}
+
+static void make_pair(struct pair *p, bool aes)
+{
+	make_pair_at(p, aes, IP_C, IP_C, IP_L, IP_L);
+}
+
+/* Seals len bytes from the connector on ports P1 to P2; whether the listener takes it. */
+static enum auth_verdict open_at(struct pair *p, uint8_t *frame, uint32_t len)
+{
+	return auth_open(p->lis, P1, P2, frame, len, frame + len);
 }
 
 static void fill(uint8_t *b, size_t n, uint8_t seed)
@@ -53,38 +74,124 @@ static void run_algorithm(bool aes)
 
 	make_pair(&p, aes);
 	fill(frame, len, 1);
-	auth_seal(p.conn, frame, len);
-	assert_true(auth_check(p.lis, frame, len, frame + len));
-	/* its own direction's key is not the peer's: a reflected frame fails */
-	assert_false(auth_check(p.conn, frame, len, frame + len));
-	/* the counter moves: the next frame's trailer differs even for the same records */
+	auth_seal(p.conn, P1, P2, frame, len);
 	memcpy(copy, frame, sizeof(frame));
-	auth_seal(p.conn, frame, len);
-	assert_memory_not_equal(copy + len, frame + len, 8);
-	assert_true(auth_check(p.lis, frame, len, frame + len));
-	assert_true(auth_check(p.lis, copy, len, copy + len)); /* an old frame still checks */
-	/* any one bit of records, counter or tag changed: refused */
+	/* its own direction's key is not the peer's: a reflected frame fails */
+	assert_int_equal(auth_open(p.conn, P1, P2, frame, len, frame + len), AUTH_FORGED);
+	/* the same frame moved to another path (other ports, or the ports swapped) fails */
+	assert_int_equal(auth_open(p.lis, P2, P1, frame, len, frame + len), AUTH_FORGED);
+	assert_int_equal(auth_open(p.lis, P1, htons(47003), frame, len, frame + len),
+			 AUTH_FORGED);
+	/* any one bit of records, counter or tag changed: refused, and the window unmoved */
 	for (i = 0; i < len + HARP_AUTH_TRAILER; i += 7) {
 		memcpy(copy, frame, sizeof(frame));
 		copy[i] ^= (uint8_t)(1u << (i % 8));
-		assert_false(auth_check(p.lis, copy, len, copy + len));
+		assert_int_equal(open_at(&p, copy, len), AUTH_FORGED);
 	}
 	/* a shorter or longer span than was sealed */
-	assert_false(auth_check(p.lis, frame, len - 1, frame + len));
-	/* the other direction */
+	assert_int_equal(auth_open(p.lis, P1, P2, frame, len - 1, frame + len - 1), AUTH_FORGED);
+	/* the frame as sealed: taken once, then a replay */
+	assert_int_equal(open_at(&p, frame, len), AUTH_OK);
+	assert_int_equal(open_at(&p, frame, len), AUTH_REPLAYED);
+	/* the counter moves: the next frame's trailer differs even for the same records */
+	memcpy(copy, frame, sizeof(frame));
+	auth_seal(p.conn, P1, P2, frame, len);
+	assert_memory_not_equal(copy + len, frame + len, 8);
+	assert_int_equal(open_at(&p, frame, len), AUTH_OK);
+	assert_int_equal(open_at(&p, copy, len), AUTH_REPLAYED); /* an old frame, again */
+	/* the other direction, on the ports as the listener sends them */
 	fill(frame, 64, 9);
-	auth_seal(p.lis, frame, 64);
-	assert_true(auth_check(p.conn, frame, 64, frame + 64));
-	assert_false(auth_check(p.lis, frame, 64, frame + 64));
+	auth_seal(p.lis, P2, P1, frame, 64);
+	assert_int_equal(auth_open(p.conn, P2, P1, frame, 64, frame + 64), AUTH_OK);
+	assert_int_equal(auth_open(p.lis, P2, P1, frame, 64, frame + 64), AUTH_FORGED);
 	/* another connection's keys */
 	{
 		struct pair q;
 
 		make_pair(&q, aes);
-		assert_false(auth_check(q.conn, frame, 64, frame + 64));
+		fill(frame, 64, 9);
+		auth_seal(p.conn, P1, P2, frame, 64);
+		assert_int_equal(auth_open(q.lis, P1, P2, frame, 64, frame + 64), AUTH_FORGED);
 		auth_free(q.conn);
 		auth_free(q.lis);
 	}
+	auth_free(p.conn);
+	auth_free(p.lis);
+}
+
+/*
+ * The keys are bound to the addresses: a listener that sees other addresses than the connector
+ * sealed for (the frame taken to another peer, or the two ends disagreeing) takes nothing.
+ */
+static void test_addresses(void **state)
+{
+	uint8_t frame[64 + HARP_AUTH_TRAILER];
+	struct pair p;
+
+	(void)state;
+	/* the listener believes the connector is 198.18.0.3 */
+	make_pair_at(&p, false, IP_C, htonl(0xc6120003), IP_L, IP_L);
+	fill(frame, 64, 3);
+	auth_seal(p.conn, P1, P2, frame, 64);
+	assert_int_equal(open_at(&p, frame, 64), AUTH_FORGED);
+	auth_free(p.conn);
+	auth_free(p.lis);
+	/* and where they agree, the same set-up takes it */
+	make_pair_at(&p, false, IP_C, IP_C, IP_L, IP_L);
+	auth_seal(p.conn, P1, P2, frame, 64);
+	assert_int_equal(open_at(&p, frame, 64), AUTH_OK);
+	auth_free(p.conn);
+	auth_free(p.lis);
+}
+
+/*
+ * Reordering within the window is taken, each counter once; a counter the window has passed is
+ * a replay even if never seen; a jump past the whole window forgets all before it.
+ */
+static void test_replay_window(void **state)
+{
+	enum { N = AUTH_REPLAY_WINDOW + 100 };
+	static uint8_t frames[N][16 + HARP_AUTH_TRAILER];
+	struct pair p;
+	uint32_t i;
+
+	(void)state;
+	make_pair(&p, false);
+	for (i = 0; i < N; i++) {
+		fill(frames[i], 16, (uint8_t)i);
+		auth_seal(p.conn, P1, P2, frames[i], 16);
+	}
+	/* frames 0..99 never arrive yet; 100..N-1 arrive backwards in pairs */
+	for (i = 100; i + 1 < N; i += 2) {
+		assert_int_equal(open_at(&p, frames[i + 1], 16), AUTH_OK);
+		assert_int_equal(open_at(&p, frames[i], 16), AUTH_OK);
+	}
+	/* newest is N-1: N-1-AUTH_REPLAY_WINDOW+1 .. is in the window, below that is not */
+	for (i = 0; i < 100; i++) {
+		enum auth_verdict want = N - 1 - i < AUTH_REPLAY_WINDOW ? AUTH_OK : AUTH_REPLAYED;
+
+		assert_int_equal(open_at(&p, frames[i], 16), want);
+	}
+	/* everything again: all replays */
+	for (i = 0; i < N; i++) {
+		assert_int_equal(open_at(&p, frames[i], 16), AUTH_REPLAYED);
+	}
+	auth_free(p.conn);
+	auth_free(p.lis);
+
+	/* a jump: frame 0, then N-1 (more than the window ahead), then 1 is too old, N-2 new */
+	make_pair(&p, false);
+	for (i = 0; i < N; i++) {
+		fill(frames[i], 16, (uint8_t)i);
+		auth_seal(p.conn, P1, P2, frames[i], 16);
+	}
+	assert_int_equal(open_at(&p, frames[0], 16), AUTH_OK);
+	assert_int_equal(open_at(&p, frames[N - 1], 16), AUTH_OK);
+	assert_int_equal(open_at(&p, frames[1], 16), AUTH_REPLAYED);
+	assert_int_equal(open_at(&p, frames[N - 2], 16), AUTH_OK);
+	assert_int_equal(open_at(&p, frames[N - AUTH_REPLAY_WINDOW], 16), AUTH_OK);
+	assert_int_equal(open_at(&p, frames[N - AUTH_REPLAY_WINDOW - 1], 16), AUTH_REPLAYED);
+	assert_int_equal(open_at(&p, frames[N - 1], 16), AUTH_REPLAYED);
 	auth_free(p.conn);
 	auth_free(p.lis);
 }
@@ -115,7 +222,7 @@ static void test_bad_peer_key(void **state)
 
 	(void)state;
 	auth_keypair(&kp);
-	assert_null(auth_new(&kp, zero, true, false, &err));
+	assert_null(auth_new(&kp, zero, true, false, IP_C, IP_L, &err));
 	assert_int_equal(err, -EPROTO);
 }
 
@@ -136,6 +243,8 @@ int main(void)
 		cmocka_unit_test(test_chacha),
 		cmocka_unit_test(test_aes),
 		cmocka_unit_test(test_bad_peer_key),
+		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_replay_window),
 	};
 
 	return cmocka_run_group_tests(tests, load, NULL);
