@@ -62,6 +62,7 @@ struct opts {
 	int rank, nranks;
 	int idle_s;
 	int away_us;
+	const char *timeline; /* pingpong, client: every round trip's start and time, to a file */
 };
 
 /* One connection: a send comm to the peer and a recv comm from it, both through one listen. */
@@ -203,6 +204,8 @@ static void usage(void)
 		"  --conns C        connections (1..%d); pingpong: on the first, the rest idle\n"
 		"  --idle S         pingpong: then S seconds with every connection open and no call\n"
 		"                   into the plugin; prints the CPU this process used meanwhile\n"
+		"  --timeline FILE  pingpong, client: append one line per round trip, warm-up\n"
+		"                   included: size, index, its start (ms after the first) and us\n"
 		"  --bytes B        stream, bidir: bytes per connection and direction\n"
 		"  --count N        msgrate: messages per connection\n"
 		"  --away-us U      stream, msgrate: the receiving side is away U us after each round\n"
@@ -296,6 +299,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "rank", required_argument, NULL, 'R' },    { "nranks", required_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },	     { "help", no_argument, NULL, 'h' },
 		{ "idle", required_argument, NULL, 'I' },    { "away-us", required_argument, NULL, 'A' },
+		{ "timeline", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, i, rc = 0;
@@ -335,6 +339,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'N': rc = size_opt("--count", optarg, 1, 1ull << 40, &o->count, "messages"); break;
 		case 'R': rc = int_arg("--rank", optarg, 0, 63, &o->rank); break;
 		case 'K': rc = int_arg("--nranks", optarg, 2, 64, &o->nranks); break;
+		case 'T': o->timeline = optarg; break;
 		case 'v': o->verbose = true; break;
 		case 'h': usage(); exit(0);
 		default: usage(); return -1;
@@ -603,9 +608,29 @@ static int post_recv(void *comm, void *buf, size_t size, void *mh, void **req)
  * The client sends message k and waits for it to come back; the server receives it, checks it
  * and sends the same buffer back. Round trips of the timed iterations go into the record.
  */
+/* --timeline: the round trips of one size, warm-up included (start in s, time in us). */
+static int timeline_write(size_t size, const double *start, const double *us, int n)
+{
+	FILE *f = fopen(P.o.timeline, "a");
+	int k;
+
+	if (!f) {
+		fail("--timeline %s: %s", P.o.timeline, strerror(errno));
+		return -1;
+	}
+	for (k = 0; k < n; k++) {
+		fprintf(f, "%zu %d %.3f %.1f\n", size, k, (start[k] - start[0]) * 1e3, us[k]);
+	}
+	if (fclose(f)) {
+		fail("--timeline %s: %s", P.o.timeline, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigned char *rx,
 			 const unsigned char *ref, void *tx_mh, void *rx_mh_recv, void *rx_mh_send,
-			 double *rtt)
+			 double *rtt, double *tl_start, double *tl_us)
 {
 	int total = P.o.warmup + P.o.iters, k, got;
 	double t0, cpu0 = 0, t_start = 0;
@@ -631,6 +656,10 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 			}
 			if (k >= P.o.warmup) {
 				rtt[k - P.o.warmup] = (rdv_now() - t0) * 1e6;
+			}
+			if (tl_start) {
+				tl_start[k] = t0;
+				tl_us[k] = (rdv_now() - t0) * 1e6;
 			}
 		} else {
 			if (post_recv(l->recv, rx, size, rx_mh_recv, &rreq) ||
@@ -668,6 +697,9 @@ static int pingpong_size(struct link *l, size_t size, unsigned char *tx, unsigne
 
 		snprintf(what, sizeof(what), "pingpong %8zu B", size);
 		report_latency(&r, what, rtt, P.o.iters);
+		if (tl_start && timeline_write(size, tl_start, tl_us, total)) {
+			return -1;
+		}
 	}
 	if (report_end(&r, P.o.json)) {
 		return -1;
@@ -682,6 +714,10 @@ static int run_pingpong(void)
 	unsigned char *tx = NULL, *rx = NULL, *ref = NULL;
 	void *tx_mh = NULL, *rx_mh = NULL, *echo_mh = NULL;
 	double *rtt = calloc((size_t)P.o.iters, sizeof(double));
+	size_t rounds = (size_t)P.o.warmup + (size_t)P.o.iters;
+	bool tl = P.o.timeline && !P.o.server;
+	double *tl_start = tl ? calloc(rounds, sizeof(double)) : NULL;
+	double *tl_us = tl ? calloc(rounds, sizeof(double)) : NULL;
 	int i, rc = -1;
 
 	for (i = 0; i < P.o.nsizes; i++) {
@@ -690,7 +726,7 @@ static int run_pingpong(void)
 	tx = region_alloc(max);
 	rx = region_alloc(max);
 	ref = region_alloc(max);
-	if (!rtt || !tx || !rx || !ref) {
+	if (!rtt || !tx || !rx || !ref || (tl && (!tl_start || !tl_us))) {
 		fail("out of memory for %zu-byte buffers", max);
 		goto out;
 	}
@@ -709,7 +745,8 @@ static int run_pingpong(void)
 	}
 	rc = 0;
 	for (i = 0; i < P.o.nsizes && !rc; i++) {
-		rc = pingpong_size(l, P.o.sizes[i], tx, rx, ref, tx_mh, rx_mh, echo_mh, rtt);
+		rc = pingpong_size(l, P.o.sizes[i], tx, rx, ref, tx_mh, rx_mh, echo_mh, rtt,
+				   tl_start, tl_us);
 	}
 	if (!rc && P.o.idle_s) {
 		/* what connections cost while nobody calls: the plugin's own threads */
