@@ -2,8 +2,9 @@
 /*
  * The control channel after set-up (chan.h). Sends never block: a message that finds the socket
  * full is dropped with a debug line (a path report is asked for again by the peer's next probe
- * round; a close still reaches the peer as the socket's end of file, without its final ack).
- * Reads take whole messages only; a partial one waits for its rest.
+ * round; a close still reaches the peer as the socket's end of file, without its final ack), and
+ * the rest of one it took in part goes before the next. Reads take whole messages, as many as
+ * have come, in one call; a partial one waits for its rest.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,22 +16,45 @@
 #include "chan.h"
 #include "engine.h"
 
-int chan_poll(struct harp_conn *c, uint64_t now)
+/* What one message says; 0, or -EPROTO (the connection failed) when it is not one of ours. */
+static int chan_take(struct harp_conn *c, const struct chan_msg *m, uint64_t now)
 {
-	struct chan_msg m;
 	struct ctrlmsg_chan msg;
 	char why[96];
+
+	if (ctrlmsg_chan_check(m, sizeof(*m), &msg, why, sizeof(why))) {
+		pr_err("conn %u: %s", c->id, why);
+		conn_fail(c, -EPROTO);
+		return -EPROTO;
+	}
+	if (msg.type == CHAN_PATH) {
+		conn_on_probe_result(c, msg.round, msg.value, now);
+	} else if (msg.type == CHAN_SILENT) {
+		c->peer_hears_nothing_ms = msg.value ? msg.value : 1;
+		c->engine->silence_reports = true; /* zc_watch acts on it */
+	} else {
+		c->peer_closed = true;
+		conn_on_peer_close(c, msg.value, now);
+	}
+	return 0;
+}
+
+int chan_poll(struct harp_conn *c, uint64_t now)
+{
+	struct chan_msg m[CONN_PROBE_CANDS]; /* a probe round's reports in one read */
+	size_t whole, i;
 	ssize_t n;
+	int err;
 
 	for (;;) {
-		n = recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
+		n = recv(c->ctrl_fd, m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 			return 0;
 		}
 		if (n <= 0) {
 			/* the socket's own reason: ETIMEDOUT when keepalive or the user timeout
 			 * gave up on a peer host that went silent (PROTOCOL.md), else a reset */
-			int err = n < 0 && errno == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET;
+			err = n < 0 && errno == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET;
 
 			if (c->peer_closed) {
 				pr_info("conn %u: peer %s closed the connection", c->id,
@@ -44,45 +68,87 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 			conn_fail(c, err);
 			return err;
 		}
-		if (n < (ssize_t)sizeof(m)) {
-			return 0; /* the rest is on its way */
-		}
-		if (recv(c->ctrl_fd, &m, sizeof(m), MSG_DONTWAIT) != sizeof(m)) {
+		/* the whole messages peeked at are there to take; a partial one waits for its
+		 * rest */
+		whole = (size_t)n / sizeof(m[0]);
+		if (!whole || recv(c->ctrl_fd, m, whole * sizeof(m[0]), MSG_DONTWAIT) !=
+				      (ssize_t)(whole * sizeof(m[0]))) {
 			return 0;
 		}
-		if (ctrlmsg_chan_check(&m, sizeof(m), &msg, why, sizeof(why))) {
-			pr_err("conn %u: %s", c->id, why);
-			conn_fail(c, -EPROTO);
-			return -EPROTO;
+		for (i = 0; i < whole; i++) {
+			err = chan_take(c, &m[i], now);
+			if (err) {
+				return err;
+			}
 		}
-		if (msg.type == CHAN_PATH) {
-			conn_on_probe_result(c, msg.round, msg.value, now);
-			continue;
-		}
-		if (msg.type == CHAN_SILENT) {
-			c->peer_hears_nothing_ms = msg.value ? msg.value : 1;
-			c->engine->silence_reports = true; /* zc_watch acts on it */
-			continue;
-		}
-		c->peer_closed = true;
-		conn_on_peer_close(c, msg.value, now);
 	}
 }
 
-void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+/*
+ * Writes whole messages, len bytes, without blocking. The stream must stay in step: the rest of
+ * a message the socket took only part of is kept and goes first next time; until it has gone,
+ * new messages are dropped. Returns the messages written whole or in part.
+ */
+static size_t chan_write(struct harp_conn *c, const struct chan_msg *m, size_t count)
 {
-	struct chan_msg m = {
-		.magic = htonl(CHAN_MAGIC),
-		.type = htonl(CHAN_PATH),
-		.value = htonl(cand),
-		.reserved = htonl(round),
-	};
+	size_t len = count * sizeof(*m), cut;
+	ssize_t n;
 
-	/* 16 bytes on a socket that carries a few dozen per connection: it has room; if not, the
-	 * peer's next probe round asks again */
-	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
-		pr_debug("conn %u: a probe report could not be sent: %s", c->id, strerror(errno));
+	if (c->chan_rest_len) {
+		n = send(c->ctrl_fd, c->chan_rest, c->chan_rest_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			c->chan_rest_len -= (uint8_t)n;
+			memmove(c->chan_rest, c->chan_rest + n, c->chan_rest_len);
+		}
+		if (c->chan_rest_len) {
+			return 0;
+		}
 	}
+	n = send(c->ctrl_fd, m, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n <= 0) {
+		return 0;
+	}
+	cut = (size_t)n % sizeof(*m);
+	if (cut) {
+		c->chan_rest_len = (uint8_t)(sizeof(*m) - cut);
+		memcpy(c->chan_rest, (const uint8_t *)m + n, c->chan_rest_len);
+	}
+	return ((size_t)n + sizeof(*m) - 1) / sizeof(*m);
+}
+
+void chan_send_paths(struct harp_conn *c)
+{
+	struct chan_msg m[CONN_PROBE_CANDS];
+	uint32_t i;
+
+	for (i = 0; i < c->nreports; i++) {
+		m[i] = (struct chan_msg){
+			.magic = htonl(CHAN_MAGIC),
+			.type = htonl(CHAN_PATH),
+			.value = htonl(c->report_cand[i]),
+			.reserved = htonl(c->report_round[i]),
+		};
+	}
+	/* a few dozen per probe round, on a socket that carries little else: it has room; if
+	 * not, the peer's next round asks again */
+	if (chan_write(c, m, c->nreports) < c->nreports) {
+		pr_debug("conn %u: %u probe reports could not all be sent: %s", c->id, c->nreports,
+			 strerror(errno));
+	}
+	c->nreports = 0;
+}
+
+bool chan_note_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+{
+	bool first = c->nreports == 0;
+
+	if (c->nreports == CONN_PROBE_CANDS) {
+		chan_send_paths(c);
+	}
+	c->report_round[c->nreports] = round;
+	c->report_cand[c->nreports] = cand;
+	c->nreports++;
+	return first;
 }
 
 void chan_send_close(struct harp_conn *c)
@@ -93,7 +159,7 @@ void chan_send_close(struct harp_conn *c)
 		.value = htonl(c->rcv_nxt),
 	};
 
-	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+	if (!chan_write(c, &m, 1)) {
 		pr_debug("conn %u: the close message could not be sent: %s", c->id,
 			 strerror(errno));
 	}
@@ -107,7 +173,7 @@ void chan_send_silent(struct harp_conn *c, uint32_t ms)
 		.value = htonl(ms),
 	};
 
-	if (send(c->ctrl_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m)) {
+	if (!chan_write(c, &m, 1)) {
 		pr_debug("conn %u: the silence report could not be sent: %s", c->id,
 			 strerror(errno));
 	}

@@ -13,8 +13,14 @@
 
 /* Reads what the peer said; 0, or -ECONNRESET (the connection failed) when it is gone. */
 int chan_poll(struct harp_conn *c, uint64_t now);
-/* Tells the peer that its probe (round, candidate) reached this connection's engine. */
-void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand);
+/*
+ * Notes for the peer that its probe (round, candidate) reached this connection's engine; the
+ * notes go together in one write (chan_send_paths), at once when CONN_PROBE_CANDS are waiting.
+ * Returns whether the connection had none waiting (the caller lists it to send them).
+ */
+bool chan_note_path(struct harp_conn *c, uint32_t round, uint32_t cand);
+/* Sends the noted reports, all in one write. */
+void chan_send_paths(struct harp_conn *c);
 /* Tells the peer we close, with our final cumulative ack. */
 void chan_send_close(struct harp_conn *c);
 /* Tells the peer that nothing of its data path has reached us for ms while we waited on it. */

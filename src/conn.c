@@ -416,7 +416,8 @@ static uint32_t steer_find(const struct conn_steer *st, uint16_t local_port, uin
 }
 
 /* Enters a pair in the steer list, in place of the one the peer used least lately when it is
- * full, and starts a round of STEERs at once: the peer sends on the pair already. */
+ * full. Its first STEER goes at once (the peer sends on the pair already), and the early rounds
+ * start again for all. */
 static void steer_add(struct conn_steer *st, uint16_t local_port, uint16_t peer_port,
 		      uint64_t now)
 {
@@ -432,9 +433,10 @@ static void steer_add(struct conn_steer *st, uint16_t local_port, uint16_t peer_
 	st->local_port[i] = local_port;
 	st->peer_port[i] = peer_port;
 	st->used_ns[i] = now;
+	st->fresh |= 1u << i;
 	st->sent = 0;
-	st->repeats = 0;
-	st->next_ns = now;
+	st->repeats = 1; /* its first STEER is the first round; the next is the 5 ms one */
+	st->next_ns = now + 5000000;
 }
 
 void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
@@ -464,7 +466,7 @@ void conn_on_peer_data(struct harp_conn *c, uint16_t local_port, uint16_t peer_p
 
 bool conn_steer_due(const struct harp_conn *c, uint64_t now)
 {
-	return c->steer.n && now >= c->steer.next_ns;
+	return c->steer.fresh || (c->steer.n && now >= c->steer.next_ns);
 }
 
 /* The header of a PROBE or STEER: no psn, no body, never acknowledged. */
@@ -484,20 +486,25 @@ static void unreliable_hdr(const struct harp_conn *c, struct harp_hdr *h, uint8_
 static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct conn_steer *st = &c->steer;
+	uint32_t i;
 
-	if (!conn_steer_due(c, now)) {
+	if (st->fresh) {
+		i = (uint32_t)__builtin_ctz(st->fresh);
+		st->fresh &= st->fresh - 1;
+	} else if (!conn_steer_due(c, now)) {
 		return false;
-	}
-	if (st->sent >= st->n) {
+	} else if (st->sent >= st->n) {
 		static const uint64_t early_ns[] = { 5000000, 50000000, 250000000 };
 
 		st->sent = 0;
 		st->next_ns = now + (st->repeats < 3 ? early_ns[st->repeats++] : CONN_STEER_PERIOD_NS);
 		return false;
+	} else {
+		i = st->sent++;
 	}
 	unreliable_hdr(c, &tx->h, HARP_PKT_STEER, now);
-	tx->src_port = st->local_port[st->sent];
-	tx->dst_port = st->peer_port[st->sent];
+	tx->src_port = st->local_port[i];
+	tx->dst_port = st->peer_port[i];
 	if (c->pairs) {
 		pairs_lease(c->pairs, c->path.dst_ip, tx->src_port, tx->dst_port, c->pair_owner,
 			    now / 1000000);
@@ -505,7 +512,6 @@ static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	tx->twin_src_port = 0;
 	tx->twin_dst_port = 0;
 	tx->payload = NULL;
-	st->sent++;
 	c->stats.steers_sent++;
 	return true;
 }

@@ -211,22 +211,26 @@ struct conn_probe {
 
 /*
  * Port pairs the peer's probes proved to reach this engine: the peer's paths to us. This side
- * sends a STEER on each of them at once, again after 5, 50 and 250 ms, and then every
- * CONN_STEER_PERIOD_NS: a host whose tap steers each flow to the queue that last sent it (tun
+ * sends a STEER on each new one at once, on all of them again after 5, 50 and 250 ms, and then
+ * every CONN_STEER_PERIOD_NS: a host whose tap steers each flow to the queue that last sent it (tun
  * under vhost-net or QEMU, for 3 s after each send) then keeps steering them here, as a NIC's
  * RSS hash would. Without it a pair that a probe of another engine here had steered elsewhere
  * moves when that steering expires; and a probe another engine sent on the pair just before
  * it became ours can reach the tap after our first STEER (the repeats undo that). The pairs
  * the peer's data comes on are kept before those only probed: a full list drops the one the
  * peer used least lately (16 connections a side on 4 queues dropped paths in use when the
- * oldest probed pair went first, and their packets went to other engines).
+ * oldest probed pair went first, and their packets went to other engines). A new pair does
+ * not start a whole round at once: a probe round's 64 pairs arriving over a few passes each
+ * sent all 16 STEERs again, 30-50 us of a caller's pass each time (copy mode).
  */
-#define CONN_STEER_PAIRS 16
+#define CONN_STEER_PAIRS 16 /* at most 32: conn_steer.fresh has a bit for each */
 #define CONN_STEER_PERIOD_NS 1000000000ull
+_Static_assert(CONN_STEER_PAIRS <= 32, "conn_steer.fresh has 32 bits");
 struct conn_steer {
 	uint16_t local_port[CONN_STEER_PAIRS], peer_port[CONN_STEER_PAIRS]; /* network order */
 	uint64_t used_ns[CONN_STEER_PAIRS]; /* the peer's last data on the pair (or its probe) */
 	uint32_t n;	   /* pairs held, at most CONN_STEER_PAIRS */
+	uint32_t fresh;	   /* bit i: pair i is new, its first STEER not sent yet */
 	uint32_t sent;	   /* STEERs sent in this round */
 	uint32_t repeats;  /* early rounds done since the newest pair came */
 	uint64_t next_ns;  /* when the next round starts */
@@ -253,6 +257,8 @@ struct conn_links {
 	struct harp_conn *next_tx;	 /* those that may have packets to send */
 	struct harp_conn *next_ack_wait; /* those owing a delayed ack, not yet due */
 	struct harp_conn *next_ack;	 /* those whose ack goes out this pass */
+	struct harp_conn *next_report;	 /* those owing probe reports, sent once the pass's packets
+					  * are read */
 	bool on_retry, on_tx, on_ack_wait, on_ack_list;
 };
 
@@ -285,6 +291,12 @@ struct harp_conn {
 	uint32_t next_rsn;
 
 	/* ---- engine only ---- */
+	/* the peer's probes that reached us in this pass, reported together (chan.h) */
+	uint32_t report_round[CONN_PROBE_CANDS], report_cand[CONN_PROBE_CANDS];
+	uint32_t nreports;
+	/* the rest of a control message the socket took only part of: written before any other */
+	uint8_t chan_rest[16];
+	uint8_t chan_rest_len;
 	struct pairs *pairs; /* the engine's context's port-pair owners; NULL: none kept */
 	int pair_owner;	     /* the engine's number in it */
 	struct conn_steer steer;

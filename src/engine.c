@@ -333,7 +333,10 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
 			conn_on_peer_probe(c, p.dst_port, p.src_port, now);
 		}
 		e->stats.rx_probes++;
-		chan_send_path(c, p.h.rsn, p.h.tag);
+		if (chan_note_path(c, p.h.rsn, p.h.tag)) {
+			c->links.next_report = e->report_list;
+			e->report_list = c;
+		}
 		return;
 	}
 	if (e->env.pairs) {
@@ -1063,6 +1066,13 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 	}
 	if (rx) {
 		e->rx_last_ns = now;
+	}
+	/* the probes of the pass answered: one write per connection, not one per probe */
+	while (e->report_list) {
+		struct harp_conn *c = e->report_list;
+
+		e->report_list = c->links.next_report;
+		chan_send_paths(c);
 	}
 	xsk_port_wake_rx(p);
 	take_requests(e, now);

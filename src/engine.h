@@ -47,6 +47,7 @@ struct harp_engine {
 	struct harp_conn *conns;		 /* adopted connections */
 	struct harp_conn *by_slot[HARP_MAX_CONNS]; /* adopted, by id slot */
 	struct harp_conn *ack_list;
+	struct harp_conn *report_list; /* owing probe reports: empty outside a pass's reading */
 	struct harp_conn *ack_wait; /* connections owing a delayed ack (CONN_ACK_DELAY_NS) */
 	int epfd; /* control sockets of adopted connections */
 	uint64_t next_ctrl_ns;

@@ -1646,13 +1646,14 @@ static uint32_t steer_round(struct harp_conn *c, uint64_t now, bool *covered, ui
 /*
  * Without RSS the peer's paths stay steered here while its data comes on them: a full steer
  * list drops the pair the peer used least lately, not the oldest probed one, and a pair the
- * peer sends on that left the list comes back at once.
+ * peer sends on that left the list comes back at once. A new pair is steered at once on its
+ * own; the whole list follows 5 ms later.
  */
 static void test_steer_keeps_used_pairs(void **state)
 {
 	struct pair *p = *state;
 	struct harp_conn *c = &p->a;
-	const uint64_t s = 1000000000ull;
+	const uint64_t s = 1000000000ull, ms = 1000000ull;
 	bool covered[128];
 	uint32_t i;
 
@@ -1667,11 +1668,18 @@ static void test_steer_keeps_used_pairs(void **state)
 	for (i = 0; i < 8; i++) {
 		conn_on_peer_data(c, htons(1000 + i), htons(2000 + i), p->now + s);
 	}
-	/* a later round of the peer's finds 8 more pairs: they replace the 8 it never used */
+	/* a later round of the peer's finds 8 more pairs: they replace the 8 it never used, and
+	 * only they are steered at once */
 	for (i = 16; i < 24; i++) {
 		conn_on_peer_probe(c, htons(1000 + i), htons(2000 + i), p->now + 2 * s);
 	}
-	assert_int_equal(steer_round(c, p->now + 2 * s, covered, 128), CONN_STEER_PAIRS);
+	assert_int_equal(steer_round(c, p->now + 2 * s, covered, 128), 8);
+	for (i = 0; i < 24; i++) {
+		assert_true(covered[i] == (i >= 16));
+	}
+	/* nothing more until the early round 5 ms on, which covers the whole list */
+	assert_false(conn_steer_due(c, p->now + 2 * s + 4 * ms));
+	assert_int_equal(steer_round(c, p->now + 2 * s + 5 * ms, covered, 128), CONN_STEER_PAIRS);
 	for (i = 0; i < 24; i++) {
 		assert_true(covered[i] == (i < 8 || i >= 16));
 	}
@@ -1684,14 +1692,16 @@ static void test_steer_keeps_used_pairs(void **state)
 	}
 	conn_on_peer_data(c, htons(1000 + 99), htons(2000 + 99), p->now + 4 * s);
 	assert_true(conn_steer_due(c, p->now + 4 * s));
-	assert_int_equal(steer_round(c, p->now + 4 * s, covered, 128), CONN_STEER_PAIRS);
+	assert_int_equal(steer_round(c, p->now + 4 * s, covered, 128), 1);
+	assert_true(covered[99]);
+	assert_int_equal(steer_round(c, p->now + 4 * s + 5 * ms, covered, 128), CONN_STEER_PAIRS);
 	assert_true(covered[99]);
 	for (i = 0; i < 8; i++) {
 		assert_true(covered[i]); /* the paths in use stayed */
 	}
-	/* data on a pair held starts no round (the next is 5 ms after the last) */
-	conn_on_peer_data(c, htons(1000 + 3), htons(2000 + 3), p->now + 4 * s + 1000000);
-	assert_false(conn_steer_due(c, p->now + 4 * s + 1000000));
+	/* data on a pair held starts no round (the next is 50 ms after the last) */
+	conn_on_peer_data(c, htons(1000 + 3), htons(2000 + 3), p->now + 4 * s + 6 * ms);
+	assert_false(conn_steer_due(c, p->now + 4 * s + 6 * ms));
 }
 
 /*

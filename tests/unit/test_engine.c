@@ -48,11 +48,16 @@ void chan_send_silent(struct harp_conn *c, uint32_t ms)
 	(void)ms;
 }
 
-void chan_send_path(struct harp_conn *c, uint32_t round, uint32_t cand)
+bool chan_note_path(struct harp_conn *c, uint32_t round, uint32_t cand)
 {
-	(void)c;
 	(void)round;
 	(void)cand;
+	return c->nreports++ == 0;
+}
+
+void chan_send_paths(struct harp_conn *c)
+{
+	c->nreports = 0;
 }
 
 uint64_t chan_rtt_ns(const struct harp_conn *c)
