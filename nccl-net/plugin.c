@@ -12,8 +12,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,9 @@ static struct {
 	struct hp_dev dev[HP_MAX_DEVS];
 	hnccl_logger_fn logger;
 	struct hp_comm *connecting; /* connects whose set-up is in progress */
+	/* closed comms, oldest first, for comm_new to use again: a comm's memory is never given
+	 * back while the plugin is loaded (comm_enter) */
+	struct hp_comm *pool_head, *pool_tail;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* One init's context (v11 and later); the older tables share one. Names its communicator. */
@@ -68,8 +73,15 @@ struct hp_req {
 
 enum hp_comm_kind { HP_LISTEN = 1, HP_SEND, HP_RECV };
 
-/* Listen, send and recv comms all start with kind and dev, so regMr can take any of them. */
+/*
+ * Listen, send and recv comms all have kind and dev, so regMr can take any of them. users and
+ * closing make a close wait for the calls inside the comm (comm_enter); they, and the pool's
+ * link, outlive the comm's use: comm_new leaves them as they are.
+ */
 struct hp_comm {
+	_Atomic uint32_t users; /* calls between comm_enter and comm_leave */
+	_Atomic bool closing;	/* a close has begun: comm_enter refuses */
+	struct hp_comm *next_pooled;
 	enum hp_comm_kind kind;
 	struct hp_dev *dev;
 	struct harp_conn *conn;
@@ -532,7 +544,11 @@ static const char *kind_name(enum hp_comm_kind kind)
 	return kind == HP_LISTEN ? "listen" : kind == HP_SEND ? "send" : "recv";
 }
 
-/* c is an open comm of this kind (any kind: 0); else one WARN naming what was wrong. */
+/*
+ * c is an open comm of this kind (any kind: 0); else one WARN naming what was wrong. The memory
+ * of anything the live set held stays a comm's (g's pool), so reading c->kind after the lookup
+ * is safe even if a close races with it; what the caller does next needs comm_enter.
+ */
 static bool comm_ok(const struct hp_comm *c, enum hp_comm_kind kind, const char *call)
 {
 	if (!live_has(c, LIVE_COMM)) {
@@ -544,6 +560,51 @@ static bool comm_ok(const struct hp_comm *c, enum hp_comm_kind kind, const char 
 		HP_WARN("%s: %p is a %s comm, not a %s comm", call, (const void *)c,
 			kind_name(c->kind), kind_name(kind));
 		return false;
+	}
+	return true;
+}
+
+/*
+ * A call begins inside comm c: c is open and of this kind, and no close has begun; a close
+ * waits until comm_leave. Else one WARN, and false. A close that raced with the lookup is seen
+ * here: users is raised before closing is read, and a close sets closing before it reads users
+ * (both sequentially consistent), so one of the two sees the other.
+ */
+static bool comm_enter(struct hp_comm *c, enum hp_comm_kind kind, const char *call)
+{
+	if (!comm_ok(c, kind, call)) {
+		return false;
+	}
+	atomic_fetch_add(&c->users, 1);
+	if (atomic_load(&c->closing)) {
+		atomic_fetch_sub(&c->users, 1);
+		HP_WARN("%s: %p is being closed by another thread", call, (void *)c);
+		return false;
+	}
+	return true;
+}
+
+static void comm_leave(struct hp_comm *c)
+{
+	atomic_fetch_sub_explicit(&c->users, 1, memory_order_release);
+}
+
+/*
+ * A close of comm c begins: later calls into it are refused, and those under way have
+ * finished when this returns. false (one WARN) when c is not an open comm of this kind, or
+ * another thread closes it already.
+ */
+static bool comm_close_begin(struct hp_comm *c, enum hp_comm_kind kind, const char *call)
+{
+	if (!comm_ok(c, kind, call)) {
+		return false;
+	}
+	if (atomic_exchange(&c->closing, true)) {
+		HP_WARN("%s: %p is being closed by another thread already", call, (void *)c);
+		return false;
+	}
+	while (atomic_load(&c->users)) {
+		sched_yield();
 	}
 	return true;
 }
@@ -569,16 +630,58 @@ static struct hp_req *req_live(void *request)
 
 /* ---- comms ------------------------------------------------------------------------------------ */
 
+/* A closed comm (or one never opened) goes to the back of the pool. */
+static void comm_pool(struct hp_comm *c)
+{
+	pthread_mutex_lock(&g.lock);
+	c->next_pooled = NULL;
+	if (g.pool_tail) {
+		g.pool_tail->next_pooled = c;
+	} else {
+		g.pool_head = c;
+	}
+	g.pool_tail = c;
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* NCCL unloads the plugin at the end: the pool goes with it */
+__attribute__((destructor)) static void comm_pool_free(void)
+{
+	struct hp_comm *c;
+
+	while ((c = g.pool_head)) {
+		g.pool_head = c->next_pooled;
+		free(c);
+	}
+	g.pool_tail = NULL;
+}
+
 static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 {
 	int nreqs = kind == HP_LISTEN ? 0 : HP_REQS, i;
-	/* on a boundary of its own size: see req_live */
-	struct hp_comm *c = aligned_alloc(HP_COMM_BYTES, HP_COMM_BYTES);
+	const size_t kept = offsetof(struct hp_comm, kind);
+	struct hp_comm *c;
 
-	if (!c) {
-		return NULL;
+	/* the oldest closed one first: a caller still holding a closed comm's pointer is least
+	 * likely to meet it open again */
+	pthread_mutex_lock(&g.lock);
+	c = g.pool_head;
+	if (c) {
+		g.pool_head = c->next_pooled;
+		g.pool_tail = g.pool_head ? g.pool_tail : NULL;
 	}
-	memset(c, 0, HP_COMM_BYTES);
+	pthread_mutex_unlock(&g.lock);
+	if (!c) {
+		/* on a boundary of its own size: see req_live */
+		c = aligned_alloc(HP_COMM_BYTES, HP_COMM_BYTES);
+		if (!c) {
+			return NULL;
+		}
+		memset(c, 0, kept);
+	}
+	/* users is left alone: a late comm_enter on the closed comm may hold it for a moment */
+	memset((char *)c + kept, 0, HP_COMM_BYTES - kept);
+	c->next_pooled = NULL;
 	c->kind = kind;
 	c->dev = d;
 	for (i = nreqs - 1; i >= 0; i--) {
@@ -586,8 +689,9 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 		c->reqs[i].next_free = c->free_reqs;
 		c->free_reqs = &c->reqs[i];
 	}
+	atomic_store(&c->closing, false);
 	if (!live_add(c, LIVE_COMM)) {
-		free(c);
+		comm_pool(c);
 		return NULL;
 	}
 	pthread_mutex_lock(&g.lock);
@@ -604,7 +708,7 @@ static void comm_free(struct hp_comm *c)
 		devices_destroy();
 	}
 	pthread_mutex_unlock(&g.lock);
-	free(c);
+	comm_pool(c);
 }
 
 hnccl_result_t hp_listen(void *ctx, int dev, void *handle, void **listen_comm)
@@ -707,17 +811,11 @@ hnccl_result_t hp_connect(void *ctx, int dev, void *handle, void **send_comm,
 	return HNCCL_SUCCESS;
 }
 
-hnccl_result_t hp_accept(void *listen_comm, void **recv_comm,
-			 struct hnccl_net_device_handle **dev_handle)
+static hnccl_result_t accept_in(struct hp_comm *l, void **recv_comm)
 {
-	struct hp_comm *l = listen_comm, *c;
+	struct hp_comm *c;
 	int err;
 
-	(void)dev_handle;
-	*recv_comm = NULL;
-	if (!comm_ok(l, HP_LISTEN, "accept")) {
-		return HNCCL_INVALID_ARGUMENT;
-	}
 	if (!l->conn) {
 		err = harp_listener__accept(l->listener, &l->conn);
 		if (err == -EAGAIN) {
@@ -746,6 +844,22 @@ hnccl_result_t hp_accept(void *listen_comm, void **recv_comm,
 	return HNCCL_SUCCESS;
 }
 
+hnccl_result_t hp_accept(void *listen_comm, void **recv_comm,
+			 struct hnccl_net_device_handle **dev_handle)
+{
+	struct hp_comm *l = listen_comm;
+	hnccl_result_t res;
+
+	(void)dev_handle;
+	*recv_comm = NULL;
+	if (!comm_enter(l, HP_LISTEN, "accept")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	res = accept_in(l, recv_comm);
+	comm_leave(l);
+	return res;
+}
+
 hnccl_result_t hp_close_listen(void *listen_comm)
 {
 	struct hp_comm *l = listen_comm;
@@ -753,7 +867,7 @@ hnccl_result_t hp_close_listen(void *listen_comm)
 	if (!l) {
 		return HNCCL_SUCCESS;
 	}
-	if (!comm_ok(l, HP_LISTEN, "closeListen")) {
+	if (!comm_close_begin(l, HP_LISTEN, "closeListen")) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	harp_conn__close(l->conn); /* a peer accepted but never handed to NCCL */
@@ -768,7 +882,7 @@ static hnccl_result_t close_conn_comm(struct hp_comm *c, enum hp_comm_kind kind,
 	if (!c) {
 		return HNCCL_SUCCESS;
 	}
-	if (!comm_ok(c, kind, call)) {
+	if (!comm_close_begin(c, kind, call)) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	harp_conn__close(c->conn);
@@ -788,16 +902,12 @@ hnccl_result_t hp_close_recv(void *recv_comm)
 
 /* ---- memory ------------------------------------------------------------------------------------ */
 
-hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
+static hnccl_result_t reg_mr_in(struct hp_comm *c, void *data, size_t size, int type,
+				void **mhandle)
 {
-	struct hp_comm *c = comm;
 	struct harp_mr *mr;
 	int err;
 
-	*mhandle = NULL;
-	if (!comm_ok(c, 0, "regMr")) {
-		return HNCCL_INVALID_ARGUMENT;
-	}
 	if (type != HNCCL_PTR_HOST) {
 		HP_WARN("regMr: memory type %d is not host memory; harp reaches host memory only "
 			"(ptrSupport says so)",
@@ -814,6 +924,20 @@ hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **m
 	}
 	*mhandle = mr;
 	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+	struct hp_comm *c = comm;
+	hnccl_result_t res;
+
+	*mhandle = NULL;
+	if (!comm_enter(c, 0, "regMr")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	res = reg_mr_in(c, data, size, type, mhandle);
+	comm_leave(c);
+	return res;
 }
 
 hnccl_result_t hp_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
@@ -879,17 +1003,12 @@ static void req_put(struct hp_comm *c, struct hp_req *r)
 	c->free_reqs = r;
 }
 
-hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-			void **request)
+static hnccl_result_t isend_in(struct hp_comm *c, void *data, size_t size, int tag,
+			       void *mhandle, void **request)
 {
-	struct hp_comm *c = send_comm;
 	struct hp_req *r;
 	int err;
 
-	*request = NULL;
-	if (!comm_ok(c, HP_SEND, "isend")) {
-		return HNCCL_INVALID_ARGUMENT;
-	}
 	if (mhandle && !live_has(mhandle, LIVE_MR)) {
 		HP_WARN("isend: %p is not a registered harp memory handle", mhandle);
 		return HNCCL_INVALID_ARGUMENT;
@@ -912,18 +1031,28 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 	return HNCCL_SUCCESS;
 }
 
-hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
-			void **mhandles, void **request)
+hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			void **request)
 {
-	struct hp_comm *c = recv_comm;
+	struct hp_comm *c = send_comm;
+	hnccl_result_t res;
+
+	*request = NULL;
+	if (!comm_enter(c, HP_SEND, "isend")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	res = isend_in(c, data, size, tag, mhandle, request);
+	comm_leave(c);
+	return res;
+}
+
+static hnccl_result_t irecv_in(struct hp_comm *c, int n, void **data, const size_t *sizes,
+			       const int *tags, void **mhandles, void **request)
+{
 	uint32_t utags[HP_MAX_RECVS];
 	struct hp_req *r;
 	int err, i;
 
-	*request = NULL; /* also replaces an "optional completion" preset */
-	if (!comm_ok(c, HP_RECV, "irecv")) {
-		return HNCCL_INVALID_ARGUMENT;
-	}
 	if (n < 1 || n > HP_MAX_RECVS) {
 		HP_WARN("irecv of %d buffers: harp takes 1 to %d (maxRecvs)", n, HP_MAX_RECVS);
 		return HNCCL_INVALID_ARGUMENT;
@@ -951,6 +1080,21 @@ hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes
 	return HNCCL_SUCCESS;
 }
 
+hnccl_result_t hp_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
+			void **mhandles, void **request)
+{
+	struct hp_comm *c = recv_comm;
+	hnccl_result_t res;
+
+	*request = NULL; /* also replaces an "optional completion" preset */
+	if (!comm_enter(c, HP_RECV, "irecv")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	res = irecv_in(c, n, data, sizes, tags, mhandles, request);
+	comm_leave(c);
+	return res;
+}
+
 hnccl_result_t hp_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
 			 void **request)
 {
@@ -963,19 +1107,11 @@ hnccl_result_t hp_iflush(void *recv_comm, int n, void **data, int *sizes, void *
 	return HNCCL_SUCCESS;
 }
 
-hnccl_result_t hp_test(void *request, int *done, int *sizes)
+static hnccl_result_t test_in(struct hp_req *r, int *done, int *sizes)
 {
-	struct hp_req *r = request;
 	size_t got[HP_MAX_RECVS];
 	int err, i, n;
 
-	*done = 0;
-	if (!req_live(request)) {
-		HP_WARN("test: %p is not a pending harp request (completed already, its comm closed, "
-			"or never one)",
-			request);
-		return HNCCL_INVALID_ARGUMENT;
-	}
 	err = harp_req__test(r->req, done, got);
 	if (!err && !*done) {
 		return HNCCL_SUCCESS;
@@ -990,6 +1126,26 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 		sizes[i] = (int)got[i];
 	}
 	return HNCCL_SUCCESS;
+}
+
+hnccl_result_t hp_test(void *request, int *done, int *sizes)
+{
+	struct hp_req *r = req_live(request);
+	hnccl_result_t res;
+
+	*done = 0;
+	if (!r) {
+		HP_WARN("test: %p is not a pending harp request (completed already, its comm closed, "
+			"or never one)",
+			request);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	if (!comm_enter(r->comm, 0, "test")) {
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	res = test_in(r, done, sizes);
+	comm_leave(r->comm);
+	return res;
 }
 
 hnccl_result_t hp_set_net_attr(void *ctx, const struct hnccl_net_attr *attr)

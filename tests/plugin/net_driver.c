@@ -1825,6 +1825,89 @@ static int close_order_abandon(struct drv *d)
 	return 0;
 }
 
+/* close_during_test: a thread that tests one request until the plugin stops saying "pending". */
+struct test_loop {
+	struct drv *d;
+	void *req;
+	hnccl_result_t last;
+	long calls;
+	int done;
+	atomic_bool stop, ended;
+};
+
+static void *test_loop_main(void *arg)
+{
+	struct test_loop *t = arg;
+
+	while (!atomic_load(&t->stop)) {
+		t->last = t->d->api.test(t->req, &t->done, NULL);
+		t->calls++;
+		if (t->last != HNCCL_SUCCESS || t->done) {
+			break;
+		}
+	}
+	atomic_store(&t->ended, true);
+	return NULL;
+}
+
+/*
+ * A broken caller closes a recv comm while another thread tests its pending request (NCCL makes
+ * both calls from one proxy thread). The close must wait for the test call under way, and the
+ * next test be refused by name: no crash and no read of freed memory (ASan, TSan runs).
+ */
+static int close_during_test(struct drv *d, struct pair *p)
+{
+	static unsigned char buf[4096];
+	struct test_loop t = { .d = d };
+	void *data = buf, *mh = NULL;
+	size_t cap = sizeof(buf);
+	int tag = 0x7e57, i, rc = 0, err;
+	hnccl_result_t res;
+	pthread_t th;
+
+	NET_CALL(d->api.irecv(p->recv, 1, &data, &cap, &tag, &mh, NULL, &t.req));
+	if (!t.req) {
+		fail("close-during-test: irecv gave no request");
+		return -1;
+	}
+	err = pthread_create(&th, NULL, test_loop_main, &t);
+	if (err) {
+		fail("pthread_create: %s", strerror(err));
+		return -1;
+	}
+	usleep(20000); /* the thread is testing, over and over */
+	if (atomic_load(&t.ended)) {
+		fail("close-during-test: the request ended before the close (%s)",
+		     net_res_name(t.last));
+		atomic_store(&t.stop, true);
+		pthread_join(th, NULL);
+		return -1;
+	}
+	res = d->api.close_recv(p->recv);
+	p->recv = NULL;
+	for (i = 0; i < 2000 && !atomic_load(&t.ended); i++) {
+		usleep(1000);
+	}
+	atomic_store(&t.stop, true);
+	pthread_join(th, NULL);
+	if (res != HNCCL_SUCCESS) {
+		fail("close-during-test: closeRecv returned %s", net_res_name(res));
+		rc = -1;
+	}
+	if (t.last == HNCCL_SUCCESS) {
+		fail("close-during-test: test() of a request of a closed comm still succeeded "
+		     "(%ld calls, done %d)",
+		     t.calls, t.done);
+		rc = -1;
+	} else {
+		d->provoked_warns++;
+		note("close-during-test: closeRecv while a thread tested its request: the close "
+		     "returned, and test() was refused with %s after %ld calls",
+		     net_res_name(t.last), t.calls);
+	}
+	return rc;
+}
+
 static int scenario_close_order(struct drv *d, double deadline)
 {
 	struct pair p[CLOSE_PAIRS] = { { 0 } };
@@ -1876,6 +1959,21 @@ static int scenario_close_order(struct drv *d, double deadline)
 		note("close-order: closing with %" PRIu64 "+%" PRIu64 "+%" PRIu64 " requests out",
 		     fl[2][1].posted - fl[2][1].done, fl[3][0].posted - fl[3][0].done,
 		     fl[4][0].posted - fl[4][0].done + fl[4][1].posted - fl[4][1].done);
+		/* neither side closes pair 0's send comm before the other's test is done: the
+		 * request must end by this side's close, not by the peer's */
+		rc = close_during_test(d, &p[0]);
+		if (!rc) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "%s.tested", d->o.role);
+			rc = mark_write(d, name);
+			snprintf(name, sizeof(name), "%s.tested",
+				 strcmp(d->o.role, "server") ? "server" : "client");
+			if (!rc && mark_wait(d, name, deadline)) {
+				fail("close-during-test: the peer's test did not end");
+				rc = -1;
+			}
+		}
 	}
 teardown:
 	/* as NCCL on abort: memory deregistered, then the comms closed, requests still out */
