@@ -45,7 +45,7 @@ int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd)
 	return 0;
 }
 
-long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd)
+int agent_recv(int fd, struct harp_agent_msg *m, int *got_fd, size_t *len)
 {
 	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
@@ -55,6 +55,7 @@ long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd)
 	int nfds = 0, fds[4], i;
 	ssize_t n;
 
+	*len = 0;
 	if (got_fd) {
 		*got_fd = -1;
 	}
@@ -80,7 +81,8 @@ long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd)
 	if (nfds) {
 		*got_fd = fds[0];
 	}
-	return (long)n;
+	*len = (size_t)n;
+	return 0;
 }
 
 int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp)
@@ -105,8 +107,8 @@ int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_a
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	char why[96];
-	long n;
-	int err, wait_ms;
+	size_t got;
+	int err, wait_ms, n;
 
 	req->seq = atomic_fetch_add_explicit(&agent_seq, 1, memory_order_relaxed) + 1;
 	err = agent_send(fd, req, pass_fd);
@@ -124,16 +126,19 @@ int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_a
 		if (n <= 0) {
 			return n ? -errno : -ETIMEDOUT;
 		}
-		n = agent_recv(fd, resp, NULL);
+		n = agent_recv(fd, resp, NULL, &got);
 		if (n == -ECONNRESET && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN)) {
 			/* the agent closed with our request unread: the kernel reports that once,
 			 * ahead of the answer it had queued for us, which is still there */
-			n = agent_recv(fd, resp, NULL);
+			n = agent_recv(fd, resp, NULL, &got);
 		}
-		if (n <= 0) {
-			return n ? (int)n : -ECONNRESET;
+		if (n) {
+			return n;
 		}
-		if (ctrlmsg_agent_check(resp, (size_t)n, why, sizeof(why))) {
+		if (!got) {
+			return -ECONNRESET;
+		}
+		if (ctrlmsg_agent_check(resp, got, why, sizeof(why))) {
 			pr_err("node agent: a malformed answer to op %u: %s", req->op, why);
 			return -EPROTO;
 		}

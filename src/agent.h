@@ -68,10 +68,10 @@ void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op);
 int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd);
 /*
  * Receives one message into m; *got_fd (if not NULL) gets a descriptor that came with it, or -1
- * (more than one is refused: they are closed and -EBADMSG returned). Returns the bytes received
- * (0: the other end closed), or -errno.
+ * (more than one is refused: they are closed and -EBADMSG returned). Returns 0 with the bytes
+ * received in *len (0: the other end closed), or -errno.
  */
-long agent_recv(int fd, struct harp_agent_msg *m, int *got_fd);
+int agent_recv(int fd, struct harp_agent_msg *m, int *got_fd, size_t *len);
 
 /*
  * Client: connects to the agent at path and says HELLO for ifname; on success returns the

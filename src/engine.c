@@ -70,8 +70,14 @@ err_joined:
 
 static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
 {
+	int err;
+
 	e->by_slot[c->id & (HARP_MAX_CONNS - 1)] = NULL;
-	steer_probe_forget(e->env.steer, c->id, c->token);
+	err = steer_probe_forget(e->env.steer, c->id, c->token);
+	if (err) {
+		/* a stale record costs the map a slot; the XDP program ages none out */
+		pr_debug("conn %u: its probe record stays in the map: %s", c->id, strerror(-err));
+	}
 	epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
 	e->env.release(c);
 }
@@ -98,7 +104,7 @@ void engine_fini(struct harp_engine *e)
 	}
 	e->conns = NULL;
 	steer_release(e->env.steer, e->queue);
-	steer_leave(e->env.steer, e->queue);
+	(void)steer_leave(e->env.steer, e->queue); /* it says what failed; the engine goes anyway */
 	xsk_port_close(&e->port);
 	if (e->epfd >= 0) {
 		close(e->epfd);
@@ -719,15 +725,22 @@ static void reap(struct harp_engine *e, struct harp_conn *c)
 /* No port pair reached the peer's engine in HARP_CONNECT_TIMEOUT_MS: say why, as far as we can. */
 static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t now)
 {
-	uint64_t limit = (uint64_t)e->env.params->connect_timeout_ms * 1000000ull;
+	uint64_t limit = (uint64_t)e->env.params->connect_timeout_ms * 1000000ull, queues;
 	char seen[160];
+	int err;
 
 	if (!conn_paths_hopeless(c, now, limit)) {
 		return;
 	}
 	/* The peer's probes for this connection, as our XDP program recorded them, usually fail
 	 * the same way ours did. */
-	queue_set_text(seen, sizeof(seen), steer_probe_queues(e->env.steer, c->id, c->token));
+	err = steer_probe_queues(e->env.steer, c->id, c->token, &queues);
+	if (err) {
+		snprintf(seen, sizeof(seen), "(unknown: %s)",
+			 err == -ENOENT ? "nothing records them here" : strerror(-err));
+	} else {
+		queue_set_text(seen, sizeof(seen), queues);
+	}
 	pr_err("conn %u: none of %llu probes over random UDP port pairs reached the engine of peer "
 	       "%s that owns this connection within HARP_CONNECT_TIMEOUT_MS=%d; here, the peer's "
 	       "probes arrived on rx queue(s) %s of %s while this connection's engine runs queue %d "

@@ -776,20 +776,26 @@ int steer_counters(struct steer *s, struct harp_queue_stats *st)
 	return 0;
 }
 
-uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
+int steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token, uint64_t *queues)
 {
 	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
 	struct harp_agent_msg req, resp;
-	uint64_t seen = 0;
 	int err;
 
+	*queues = 0;
 	if (s->agent_fd < 0) {
-		return s->probe_map_fd < 0 || bpf_map_lookup_elem(s->probe_map_fd, &key, &seen) ? 0
-												      : seen;
+		if (s->probe_map_fd < 0) {
+			return -ENOENT;
+		}
+		if (bpf_map_lookup_elem(s->probe_map_fd, &key, queues)) {
+			*queues = 0;
+			return errno == ENOENT ? 0 : -errno; /* no probe of it arrived */
+		}
+		return 0;
 	}
 	/* an engine's pass: no waiting for another request, 20 ms at most for the answer */
 	if (pthread_mutex_trylock(&s->agent_lock)) {
-		return 0;
+		return -EBUSY;
 	}
 	agent_flush_forgets(s);
 	agent_msg_init(&req, HARP_AGENT_PROBE);
@@ -797,10 +803,17 @@ uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
 	req.token = token;
 	err = agent_call_ms(s->agent_fd, &req, -1, &resp, 20);
 	pthread_mutex_unlock(&s->agent_lock);
-	return err || resp.status ? 0 : resp.value[0];
+	if (err) {
+		return err;
+	}
+	if (resp.status) {
+		return resp.status < 0 ? resp.status : -EPROTO;
+	}
+	*queues = resp.value[0];
+	return 0;
 }
 
-void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
+int steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	struct harp_xdp_probe_key key = { .token = htobe64(token), .conn_id = htonl(conn_id) };
 
@@ -822,9 +835,11 @@ void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 			agent_flush_forgets(s);
 			pthread_mutex_unlock(&s->agent_lock);
 		}
-	} else if (s->probe_map_fd >= 0) {
-		(void)bpf_map_delete_elem(s->probe_map_fd, &key); /* absent is fine */
+	} else if (s->probe_map_fd >= 0 && bpf_map_delete_elem(s->probe_map_fd, &key) &&
+		   errno != ENOENT) {
+		return -errno;
 	}
+	return 0;
 }
 
 /* ---- queue owners -------------------------------------------------------------------------- */
@@ -883,10 +898,11 @@ int steer_enter(struct steer *s, int queue, int fd)
 	return 0;
 }
 
-void steer_leave(struct steer *s, int queue)
+int steer_leave(struct steer *s, int queue)
 {
 	struct harp_agent_msg req, resp;
 	__u32 key = (__u32)queue;
+	int err;
 
 	if (s->agent_fd >= 0) {
 		if (queue >= 0 && queue < (int)ARRAY_SIZE(s->agent_entered)) {
@@ -894,10 +910,17 @@ void steer_leave(struct steer *s, int queue)
 		}
 		agent_msg_init(&req, HARP_AGENT_LEAVE);
 		req.queue = (uint32_t)queue;
-		(void)agent_ask(s, &req, -1, &resp, "take a closed queue's socket out");
-	} else if (s->xsks_map_fd >= 0) {
-		(void)bpf_map_delete_elem(s->xsks_map_fd, &key);
+		return agent_ask(s, &req, -1, &resp, "take a closed queue's socket out");
 	}
+	if (s->xsks_map_fd >= 0 && bpf_map_delete_elem(s->xsks_map_fd, &key) && errno != ENOENT) {
+		err = -errno;
+		/* the XDP program keeps redirecting the queue's harp traffic to a closed socket,
+		 * which drops it, until the next harp process on the queue enters its own */
+		pr_warn("xsk: taking the socket of queue %d out of the XSKMAP failed: %s", queue,
+			strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
 void steer_claim(struct steer *s, int queue)

@@ -55,18 +55,23 @@ void steer_detach(struct steer *s);
  * into buf, or "" when nothing did or it cannot be known.
  */
 void steer_check_attached(struct steer *s, char *buf, size_t len);
-/* Enters the AF_XDP socket fd bound to queue in the XSKMAP, or takes it out. */
+/*
+ * Enters the AF_XDP socket fd bound to queue in the XSKMAP, or takes it out (a queue with no
+ * socket there is out already). 0, or -errno, said in an ERROR or WARN line.
+ */
 int steer_enter(struct steer *s, int queue, int fd);
-void steer_leave(struct steer *s, int queue);
+int steer_leave(struct steer *s, int queue);
 /* Sums the per-CPU counters into st's xdp_steered/passed/no_socket/probes. */
 int steer_counters(struct steer *s, struct harp_queue_stats *st);
 /*
  * The rx queues (bit q: queue q) on which the XDP program saw probes naming this connection (id
- * and token as the probes carry them, host order). 0 when none arrived or nothing recorded them,
- * or it cannot be known at once: called from an engine's pass, it does not wait for another
- * request to the node agent, and waits 20 ms at most for the agent's answer.
+ * and token as the probes carry them, host order), into *queues: 0 when none arrived. Returns
+ * 0; -ENOENT when nothing records probes here (an XDP program without the map); -EBUSY when it
+ * cannot be known at once: called from an engine's pass, it does not wait for another request
+ * to the node agent, and waits 20 ms at most for the agent's answer (-ETIMEDOUT); or the error
+ * the map or the agent gave.
  */
-uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token);
+int steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token, uint64_t *queues);
 /*
  * queue_owners: steer_claim records this process as the holder of queue (it has just bound it);
  * steer_release clears the record if it is still ours; steer_owner_text describes the recorded
@@ -75,8 +80,11 @@ uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token);
 void steer_claim(struct steer *s, int queue);
 void steer_release(struct steer *s, int queue);
 void steer_owner_text(struct steer *s, int queue, char *buf, size_t len);
-/* Forgets a connection's record (it closed). Called from engines' passes: never waits on the
- * agent (the request goes without waiting for its answer, or later with the next request). */
-void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token);
+/*
+ * Forgets a connection's record (it closed). Called from engines' passes: never waits on the
+ * agent (the request goes without waiting for its answer, or later with the next request).
+ * 0 (a record that was not there is forgotten already), or the map's -errno.
+ */
+int steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token);
 
 #endif

@@ -718,13 +718,13 @@ static void read_client(int i)
 	struct harp_agent_msg req, resp;
 	char why[128];
 	int fd = -1, err;
-	long n;
+	size_t got;
 
-	n = agent_recv(c->fd, &req, &fd);
-	if (n == -EAGAIN || n == -EINTR) {
+	err = agent_recv(c->fd, &req, &fd, &got);
+	if (err == -EAGAIN || err == -EINTR) {
 		return;
 	}
-	if (n == -EBADMSG) {
+	if (err == -EBADMSG) {
 		/* longer than a message, or with more than one descriptor (agent_recv closed them):
 		 * answered as the protocol promises, then the client goes */
 		agent_msg_init(&resp, HARP_AGENT_HELLO);
@@ -734,17 +734,17 @@ static void read_client(int i)
 		drop_client(i, "sent a message too long or with several descriptors");
 		return;
 	}
-	if (n <= 0) {
-		drop_client(i, n ? strerror((int)-n) : "closed its connection");
+	if (err || !got) {
+		drop_client(i, err ? strerror(-err) : "closed its connection");
 		return;
 	}
 	agent_msg_init(&resp, (enum harp_agent_op)req.op);
-	if (ctrlmsg_agent_check(&req, (size_t)n, why, sizeof(why))) {
+	if (ctrlmsg_agent_check(&req, got, why, sizeof(why))) {
 		if (fd >= 0) {
 			close(fd);
 		}
 		/* answered in our own version, so that a client of another one can say so */
-		resp.op = req.op > 0 && req.op < HARP_AGENT_OP_END && n >= 8 ? req.op : HARP_AGENT_HELLO;
+		resp.op = req.op > 0 && req.op < HARP_AGENT_OP_END && got >= 8 ? req.op : HARP_AGENT_HELLO;
 		refuse(&resp, -EBADMSG, "%s", why);
 		(void)agent_send(c->fd, &resp, -1);
 		snprintf(resp.text, sizeof(resp.text), "sent a bad message (%s)", why);

@@ -30,7 +30,9 @@
 /* One request to the agent at fd (agent.c's messages), with pass_fd unless negative; its answer. */
 static int agent_ask(int fd, struct harp_agent_msg *m, int pass_fd)
 {
-	if (agent_send(fd, m, pass_fd) || agent_recv(fd, m, NULL) != (long)sizeof(*m)) {
+	size_t got = 0;
+
+	if (agent_send(fd, m, pass_fd) || agent_recv(fd, m, NULL, &got) || got != sizeof(*m)) {
 		fprintf(stderr, "xsk-hold: no answer from the agent\n");
 		return -1;
 	}

@@ -81,10 +81,11 @@ int steer_enter(struct steer *s, int queue, int fd)
 	return 0;
 }
 
-void steer_leave(struct steer *s, int queue)
+int steer_leave(struct steer *s, int queue)
 {
 	(void)s;
 	(void)queue;
+	return 0;
 }
 
 void steer_claim(struct steer *s, int queue)
@@ -99,11 +100,12 @@ void steer_release(struct steer *s, int queue)
 	(void)queue;
 }
 
-void steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
+int steer_probe_forget(struct steer *s, uint32_t conn_id, uint64_t token)
 {
 	(void)s;
 	(void)conn_id;
 	(void)token;
+	return 0;
 }
 
 void steer_check_attached(struct steer *s, char *buf, size_t len)
@@ -114,12 +116,13 @@ void steer_check_attached(struct steer *s, char *buf, size_t len)
 	}
 }
 
-uint64_t steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token)
+int steer_probe_queues(struct steer *s, uint32_t conn_id, uint64_t token, uint64_t *queues)
 {
 	(void)s;
 	(void)conn_id;
 	(void)token;
-	return 0;
+	*queues = 0;
+	return -ENOENT;
 }
 
 /* engine_env.release: the engine is done with c */

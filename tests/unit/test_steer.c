@@ -45,7 +45,7 @@ static int forgets_seen(int fd)
 static void test_engine_calls_do_not_wait(void **state)
 {
 	struct steer *s = calloc(1, sizeof(*s));
-	uint64_t t0;
+	uint64_t t0, queues;
 	int sv[2];
 
 	(void)state;
@@ -58,7 +58,7 @@ static void test_engine_calls_do_not_wait(void **state)
 
 	/* the agent never answers: a FORGET still returns at once, and it went */
 	t0 = ms_now();
-	steer_probe_forget(s, 1, 11);
+	assert_int_equal(steer_probe_forget(s, 1, 11), 0);
 	assert_true(ms_now() - t0 < 100);
 	assert_int_equal(forgets_seen(sv[1]), 1);
 
@@ -66,9 +66,12 @@ static void test_engine_calls_do_not_wait(void **state)
 	 * FORGETs wait in the list, the engine does not */
 	pthread_mutex_lock(&s->agent_lock);
 	t0 = ms_now();
-	steer_probe_forget(s, 2, 22);
-	steer_probe_forget(s, 3, 33);
-	assert_int_equal(steer_probe_queues(s, 4, 44), 0); /* unknown, at once */
+	assert_int_equal(steer_probe_forget(s, 2, 22), 0);
+	assert_int_equal(steer_probe_forget(s, 3, 33), 0);
+	queues = 1;
+	/* unknown, at once: said as such, not as "no probe arrived" */
+	assert_int_equal(steer_probe_queues(s, 4, 44, &queues), -EBUSY);
+	assert_int_equal(queues, 0);
 	assert_true(ms_now() - t0 < 100);
 	assert_int_equal(forgets_seen(sv[1]), 0);
 	assert_int_equal(s->agent_nforget, 2);
@@ -80,8 +83,12 @@ static void test_engine_calls_do_not_wait(void **state)
 
 	/* a PROBE for an error line waits 20 ms for an agent that does not answer, no more */
 	t0 = ms_now();
-	assert_int_equal(steer_probe_queues(s, 6, 66), 0);
+	assert_int_equal(steer_probe_queues(s, 6, 66, &queues), -ETIMEDOUT);
 	assert_true(ms_now() - t0 < 200);
+	/* no agent and no map: nothing records probes here */
+	s->agent_fd = -1;
+	assert_int_equal(steer_probe_queues(s, 7, 77, &queues), -ENOENT);
+	s->agent_fd = sv[0];
 
 	close(sv[0]);
 	close(sv[1]);
