@@ -1150,8 +1150,8 @@ hnccl_result_t hp_test(void *request, int *done, int *sizes)
 
 hnccl_result_t hp_set_net_attr(void *ctx, const struct hnccl_net_attr *attr)
 {
-	/* harp runs one path per connection today, so the flow hints (maxFlowsPerPeer and the
-	 * like) have nothing to change yet; NCCL ignores the result */
+	/* each connection spreads over HARP_PATHS UDP port pairs whatever NCCL hints: the flow
+	 * hints (maxFlowsPerPeer and the like) change nothing here; NCCL ignores the result */
 	(void)ctx;
 	(void)attr;
 	return HNCCL_SUCCESS;

@@ -982,6 +982,11 @@ def write_summary(path, recs, cfg, notes, plots, plot_err, out_dir):
                 section_fabric(recs, cfg, notes)):
         if sec:
             lines.append(sec)
+    missing = [m for m in str(cfg.get("peers_missing") or "").split("|") if m]
+    if missing:
+        lines.append("## Peers missing\n\nAsked for, but they could not run here, so their "
+                     "rows are absent (perf/run printed where it looked):\n\n" +
+                     "".join("- %s\n" % m for m in missing))
     failures = [n for n in notes if n.get("failure")]
     if failures:
         lines.append("## Failures\n\n" + "".join("- %s\n" % n["failure"] for n in failures))

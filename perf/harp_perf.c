@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nccl_socket.h"
 #include "net_shim.h"
 #include "raw.h"
 #include "rendezvous.h"
@@ -189,9 +190,12 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: harp-perf TEST --role server|client|rank --dir DIR [options]\n"
+		"       harp-perf " NCCL_SOCKET_NAME "   (whether NCCL's socket transport can run here)\n"
 		"  TEST: pingpong stream bidir msgrate allreduce raw (perf/README.md)\n"
-		"  --plugin SO      the NCCL net plugin (default %s)\n"
-		"  --version N      its ncclNetPlugin_vN table, 8..12 (default 12)\n"
+		"  --plugin SO      the NCCL net plugin (default %s); " NCCL_SOCKET_NAME ": NCCL's\n"
+		"                   own socket transport from libnccl.so.2 (NCCL_LIB names it)\n"
+		"  --version N      its ncclNetPlugin_vN table, 8..12 (default 12; with\n"
+		"                   " NCCL_SOCKET_NAME ", the release's own)\n"
 		"  --json FILE      append result records to FILE (default stdout)\n"
 		"  --ifname IF      the interface the records describe\n"
 		"  --label TEXT     copied into each record\n"
@@ -437,17 +441,35 @@ static void *region_alloc(size_t len)
 
 static int plugin_open(void)
 {
-	char err[512];
+	char err[4096];
+	const void *table;
 	int ndev;
 
-	P.lib = dlopen(P.o.plugin, RTLD_NOW | RTLD_LOCAL);
-	if (!P.lib) {
-		fail("cannot load the plugin: %s", dlerror());
-		return -1;
-	}
-	if (net_api_load(&P.api, P.lib, P.o.version, perf_logger, NULL, err, sizeof(err))) {
-		fail("%s", err);
-		return -1;
+	if (!strcmp(P.o.plugin, NCCL_SOCKET_NAME)) {
+		/* NCCL's own socket transport, in its release's table layout */
+		if (nccl_socket_open(&table, &P.o.version, err, sizeof(err))) {
+			fail("%s", err);
+			return -1;
+		}
+		if (P.o.verbose) {
+			fprintf(stderr, "harp-perf: %s\n", err);
+		}
+		if (net_api_bind(&P.api, table, P.o.version, perf_logger, NULL, err,
+				 sizeof(err))) {
+			fail("%s", err);
+			return -1;
+		}
+	} else {
+		P.lib = dlopen(P.o.plugin, RTLD_NOW | RTLD_LOCAL);
+		if (!P.lib) {
+			fail("cannot load the plugin: %s", dlerror());
+			return -1;
+		}
+		if (net_api_load(&P.api, P.lib, P.o.version, perf_logger, NULL, err,
+				 sizeof(err))) {
+			fail("%s", err);
+			return -1;
+		}
 	}
 	NET_CALL(P.api.init(&P.ctx, 0x7065726600000000ull | (uint64_t)getpid()));
 	NET_CALL(P.api.devices(&ndev));
@@ -1238,6 +1260,16 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "raw")) {
 		return perf_raw_main(argc - 1, argv + 1);
+	}
+	if (!strcmp(argv[1], NCCL_SOCKET_NAME)) {
+		/* can NCCL's socket transport run here? which one, or where it was looked for */
+		const void *table;
+		char what[4096];
+		int version;
+
+		rc = nccl_socket_open(&table, &version, what, sizeof(what));
+		fprintf(rc ? stderr : stdout, "harp-perf: %s\n", what);
+		return rc ? 1 : 0;
 	}
 	if (parse_opts(&P.o, argc - 1, argv + 1)) {
 		return 2;

@@ -560,7 +560,7 @@ int ctrl_establish(struct harp_conn *c)
 		return -EINVAL;
 	}
 	if (s->step == STEP_SEND_REPLY) {
-		/* 64 bytes into a fresh socket's empty buffer: one send() or none */
+		/* a 96-byte hello into a fresh socket's empty buffer: one send() or none */
 		err = io_step(c->ctrl_fd, &s->out, sizeof(s->out), &s->out_done, true);
 		if (err == 0 && now_ns() < s->deadline_ns) {
 			return -EAGAIN;

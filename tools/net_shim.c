@@ -311,6 +311,19 @@ int net_api_load(struct net_api *api, void *lib, int version, hnccl_logger_fn lo
 		snprintf(err, errlen, "%s not found in the plugin: %s", sym, dlerror());
 		return -1;
 	}
+	return net_api_bind(api, table, version, logger, profiler, err, errlen);
+}
+
+int net_api_bind(struct net_api *api, const void *table, int version, hnccl_logger_fn logger,
+		 hnccl_profiler_fn profiler, char *err, size_t errlen)
+{
+	char sym[32];
+
+	snprintf(sym, sizeof(sym), "the v%d table", version);
+	if (version < 8 || version > 12) {
+		snprintf(err, errlen, "no net plugin API version %d (8 to 12)", version);
+		return -1;
+	}
 	shim_logger = logger;
 	shim_profiler = profiler;
 	memset(api, 0, sizeof(*api));

@@ -69,6 +69,9 @@ struct net_api {
  */
 int net_api_load(struct net_api *api, void *lib, int version, hnccl_logger_fn logger,
 		 hnccl_profiler_fn profiler, char *err, size_t errlen);
+/* The same for a table of that version found some other way (perf/nccl_socket.h). */
+int net_api_bind(struct net_api *api, const void *table, int version, hnccl_logger_fn logger,
+		 hnccl_profiler_fn profiler, char *err, size_t errlen);
 
 /* ncclResult_t's name, e.g. "ncclRemoteError". */
 const char *net_res_name(hnccl_result_t res);
