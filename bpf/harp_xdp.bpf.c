@@ -15,9 +15,9 @@
  * (veth, virtio-net, mlx5, ice, ENA from 2.14) takes it at any MTU, so a node keeps its jumbo
  * MTU (9001 on EKS, 8896 on GCP). The program reads only the first buffer (data to data_end),
  * which holds every header it looks at in any frame it steers: it never touches the rest, and a
- * frame too short there for a header goes to the kernel as before. harp's own packets fit one
- * UMEM frame (the library caps its MTU to it); the copy-mode socket takes a packet that the
- * driver spread over buffers into one frame.
+ * frame too short there for a header goes to the kernel as before. harp's own packets larger
+ * than one UMEM frame arrive in the socket as descriptor chains (XDP_USE_SG), and the copy-mode
+ * socket takes a packet that the driver spread over buffers the same way.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>

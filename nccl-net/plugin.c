@@ -3,8 +3,9 @@
  * harp as an NCCL net plugin: one NCCL device per harp interface, one harp connection per NCCL
  * comm. NCCL's service thread calls listen/connect/accept while its proxy threads call
  * isend/irecv/test on other comms; harp allows exactly that (set-up and data from two threads,
- * one comm's data from one thread), so the only lock here guards the process-wide device list
- * and the table of connects in progress.
+ * one comm's data from one thread), so the locks here guard only process-wide state: g.lock the
+ * device list, the connects in progress, the comm count and the pool of closed comms; live.lock
+ * the set of handles handed to NCCL.
  *
  * Every harp error is a negative errno; hp_result() is the one place it becomes an
  * ncclResult_t. Requests are harp's own, wrapped only to remember how many sizes test() reports.

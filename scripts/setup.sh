@@ -18,6 +18,7 @@ build=${BUILD_DIR:-build}
 packages=(
 	clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev # BPF program and loader
 	cmake make gcc pkg-config libcmocka-dev                        # build and unit tests
+	libclang-rt-14-dev                                             # fuzz: clang's libFuzzer
 	libsodium-dev                                                  # HARP_AUTH (loaded at run time)
 	iproute2 ethtool nftables xdp-tools iputils-ping iperf3 python3 # netns and fault tests
 	sockperf gnuplot-nox                                            # perf: peers and plots

@@ -5,7 +5,7 @@
  * Each direction is a stream of reliable packets numbered by psn: DATA (a slice of a message),
  * CTS (one posted receive buffer, the receiver-driven rendezvous) and MSGERR (a message refused
  * for not fitting). ACKs are not numbered; they carry the cumulative ack (every psn before
- * ack_psn arrived) and a 512-bit selective-ack map of what arrived beyond it, and every packet
+ * ack_psn arrived) and a selective-ack map of up to 512 bytes of what arrived beyond it, and every packet
  * piggybacks the cumulative ack too.
  *
  * Receives take the peer's sends in order, nbufs each, and within a receive each send takes the
@@ -1876,12 +1876,6 @@ static bool match_send(struct harp_conn *c, struct harp_req *s)
 	return true;
 }
 
-/*
- * A send whose one packet is rec, small enough for a slot: its payload is copied there and the
- * send completes now, as a kernel socket's would once its bytes are in the socket buffer. The
- * caller can then reuse its buffer, and no ack need hurry back (HARP_DATA_F_DONE): in a 8 B
- * ping-pong each side's ack had been a packet on the critical path.
- */
 /* Copies s's payload (at most CONN_EAGER_BYTES) into a free slot, which rec then sends from. */
 static void eager_copy(struct harp_conn *c, struct tx_rec *rec, const struct harp_req *s)
 {
@@ -1895,6 +1889,12 @@ static void eager_copy(struct harp_conn *c, struct tx_rec *rec, const struct har
 	rec->eager = (uint8_t)(slot + 1);
 }
 
+/*
+ * A send whose one packet is rec, small enough for a slot: its payload is copied there and the
+ * send completes now, as a kernel socket's would once its bytes are in the socket buffer. The
+ * caller can then reuse its buffer, and no ack need hurry back (HARP_DATA_F_DONE): in a 8 B
+ * ping-pong each side's ack had been a packet on the critical path.
+ */
 static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
 {
 	if (s->send.len > CONN_EAGER_BYTES || !~c->eager_used) {

@@ -393,11 +393,11 @@ void conn_start(struct harp_conn *c, uint64_t now);
 void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
 /* Takes a posted request from the data thread. Returns false if it must wait (slot busy). */
 bool conn_take_request(struct harp_conn *c, struct harp_req *r);
-/* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
- * flight). */
 /* How long c has waited on its peer: since the last new ack while packets are in flight, since
  * the last packet while requests wait; 0 when nothing waits. */
 uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now);
+/* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
+ * flight). */
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
 /* The peer's probe on this pair (ports in network order, ours first) reached this engine. */
 void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,

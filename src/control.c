@@ -517,8 +517,9 @@ static int step_acceptor(struct harp_conn *c)
 			return err;
 		}
 		c->token = s->in.token;
-		/* Both ends run this connection on one queue: an AF_XDP send on queue q arrives on
-		 * the peer's queue q (veth; NICs with symmetric flow steering). */
+		/* Both ends run this connection on the same engine index (s->queue counts engines,
+		 * not NIC queues: with HARP_QUEUES=4-7, index 0 runs queue 4); probing then finds
+		 * the port pairs that reach each end's engine. */
 		s->queue = (int)(atomic_fetch_add(&c->ctx->next_engine, 1) %
 				 (uint32_t)c->ctx->nengines);
 		if (s->queue >= ntohs(s->in.queue)) {

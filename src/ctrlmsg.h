@@ -76,7 +76,8 @@ struct hello {
 	uint32_t conn_id;
 	uint32_t ipv4;
 	uint16_t udp_port;
-	uint16_t queue;	  /* HELLO_REQ: queues the connector has; HELLO_OK: the queue chosen */
+	uint16_t queue;	  /* HELLO_REQ: engines the connector runs; HELLO_OK: the engine chosen
+			   * (an index among them, not a NIC queue number) */
 	uint16_t mtu;
 	uint16_t refuse_errno;
 	uint16_t port_count; /* with udp_port: the sender's UDP range, where its probes may land */

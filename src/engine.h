@@ -2,8 +2,9 @@
 /*
  * Engines, and the keeper thread that runs those nobody calls (the context that holds them is
  * ctx.h's). One engine per queue owns that queue's AF_XDP socket and every connection placed on
- * it; whichever thread calls engine_progress() runs it, one at a time (a try-flag, never a wait). Connections arrive through a lock-free hand-over list, set up
- * by the layer above, which also says how to free one the engine is done with (engine_env).
+ * it; whichever thread calls engine_progress() runs it, one at a time (a try-flag, never a wait).
+ * Connections arrive through a lock-free hand-over list, set up by the layer above, which also
+ * says how to free one the engine is done with (engine_env).
  */
 #ifndef HARP_ENGINE_H
 #define HARP_ENGINE_H

@@ -2,8 +2,9 @@
 /*
  * What harp's modules share. Lower layers never include or call higher ones: params/log, frame
  * pool, xsk, wire, cc, conn, chan (a running connection's control channel), engine, control
- * (set-up), api with ctx.h (DESIGN.md's layers 1-7). An engine is given what it needs from above
- * (struct engine_env), a callback to free a connection included.
+ * (set-up), api with ctx.h; docs/DESIGN.md has every module and the two exceptions. An engine
+ * is given what it needs from above (struct engine_env), a callback to free a connection
+ * included.
  */
 #ifndef HARP_INTERNAL_H
 #define HARP_INTERNAL_H

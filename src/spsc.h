@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Single-producer, single-consumer ring of pointers, the one way work crosses between threads.
+ * Single-producer, single-consumer ring of pointers, one of the ways work crosses between
+ * threads (engine.c's hand-over lists are the others).
  * The producer owns `head`, the consumer owns `tail`; each reads the other's index with acquire
  * and publishes its own with release, so a slot's contents are visible before its index moves.
  */

@@ -430,10 +430,6 @@ static int agent_reconnect(struct steer *s)
 	return 0;
 }
 
-/*
- * One request to the agent and its answer; a refusal comes back as its errno, its text logged.
- * When the connection is gone (the agent restarted), it connects again once and asks again.
- */
 /* Under agent_lock: the FORGETs engines left, sent without waiting for their answers. */
 static void agent_flush_forgets(struct steer *s)
 {
@@ -450,6 +446,10 @@ static void agent_flush_forgets(struct steer *s)
 	pthread_mutex_unlock(&s->agent_forget_lock);
 }
 
+/*
+ * One request to the agent and its answer; a refusal comes back as its errno, its text logged.
+ * When the connection is gone (the agent restarted), it connects again once and asks again.
+ */
 static int agent_ask(struct steer *s, struct harp_agent_msg *req, int pass_fd,
 		     struct harp_agent_msg *resp, const char *what)
 {

@@ -369,8 +369,8 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 	}
 	/*
 	 * The kernel frees an AF_XDP socket after its process has gone, not at exit, so a queue
-	 * released a moment ago can still read EBUSY. The per-interface lock already keeps live
-	 * harp processes apart, so wait a bounded time for the queue. A failed bind leaves
+	 * released a moment ago can still read EBUSY; a live harp process holding it is named by
+	 * the caller (steer's queue owners) after the wait. So wait a bounded time for the queue. A failed bind leaves
 	 * libxdp's UMEM without its fill and completion rings, so each try starts from a new one.
 	 */
 	for (waited_ms = 0;; waited_ms += 10) {

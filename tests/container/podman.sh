@@ -30,6 +30,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$here/../netns/lib.sh"
+# shellcheck source=tests/container/base.sh
+source "$here/base.sh"
 
 repo="" driver=""
 while (($#)); do
@@ -51,7 +53,6 @@ done
 
 pm=(podman --runtime runc)
 limits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
-base=localhost/harp-test/debian:bookworm-minbase
 run_id=harp-ct-$$
 agent_img=localhost/harp-test/agent:$$ plugin_img=localhost/harp-test/plugin:$$
 train_img=localhost/harp-test/train:$$
@@ -86,28 +87,7 @@ fi
 
 # ---- images ---------------------------------------------------------------------------------------
 
-# mirror: the Debian mirror this machine's apt uses (never a host written into the repository).
-mirror() {
-	local m
-	m=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		grep -v security | head -n 1)
-	[[ -n $m ]] || m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null)
-	echo "$m"
-}
-
-if ! "${pm[@]}" image exists "$base"; then
-	url=$(mirror)
-	[[ -n $url ]] || { echo "container: no Debian mirror in this machine's apt sources"; exit 1; }
-	echo "container: making $base with debootstrap from $url (once per machine)"
-	if ! run_bounded 900 debootstrap --variant=minbase bookworm "$tmp/rootfs" "$url" >"$tmp/debootstrap.log" 2>&1 ||
-		! tar -C "$tmp/rootfs" -c . | "${pm[@]}" import - "$base" >"$tmp/import.log" 2>&1; then
-		echo "container: FAIL making the base image:"
-		tail -n 5 "$tmp/debootstrap.log" "$tmp/import.log" 2>/dev/null
-		exit 1
-	fi
-	rm -rf "$tmp/rootfs"
-fi
+base_image container || exit 1
 
 # build NAME IMAGE DOCKERFILE CONTEXT BUILD_ARG...: podman build; the log's tail on failure.
 build() {

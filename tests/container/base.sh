@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+#
+# The bare Debian 12 image the container tests start from, made once per machine: debootstrap
+# (minbase) from the mirror in this machine's apt sources, imported into podman as $base. Sourced
+# after tests/netns/lib.sh (run_bounded, $tmp) with pm=(podman ...) set.
+
+base=localhost/harp-test/debian:bookworm-minbase
+
+# mirror: the Debian mirror this machine's apt uses (never a host written into the repository).
+mirror() {
+	local m
+	m=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		grep -v security | head -n 1)
+	[[ -n $m ]] || m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null)
+	echo "$m"
+}
+
+# base_image NAME: $base exists, or is made now; NAME says whose message it is. 1 on failure.
+base_image() {
+	local url
+	"${pm[@]}" image exists "$base" && return 0
+	url=$(mirror)
+	[[ -n $url ]] || { echo "$1: no Debian mirror in this machine's apt sources"; return 1; }
+	echo "$1: making $base with debootstrap from $url (once per machine)"
+	if ! run_bounded 900 debootstrap --variant=minbase bookworm "$tmp/rootfs" "$url" >"$tmp/debootstrap.log" 2>&1 ||
+		! tar -C "$tmp/rootfs" -c . | "${pm[@]}" import - "$base" >"$tmp/import.log" 2>&1; then
+		echo "$1: FAIL making the base image:"
+		tail -n 5 "$tmp/debootstrap.log" "$tmp/import.log" 2>/dev/null
+		return 1
+	fi
+	rm -rf "$tmp/rootfs"
+}
