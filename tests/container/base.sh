@@ -6,6 +6,8 @@
 # after tests/netns/lib.sh (run_bounded, $tmp) with pm=(podman ...) set.
 
 base=localhost/harp-test/debian:bookworm-minbase
+# runc cannot raise this machine's open-file and process limits inside a container: set them
+limits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 
 # mirror: the Debian mirror this machine's apt uses (never a host written into the repository).
 mirror() {

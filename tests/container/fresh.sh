@@ -5,9 +5,9 @@
 # tracks, and those it does not ignore) in a container of the bare base image (base.sh), where
 #   1. scripts/setup.sh installs what it needs and builds into /build, a build directory away from
 #      the source (BUILD_DIR), as any `cmake -B` may put it;
-#   2. every tool the tests call is on PATH, and the configure step left nothing out (it says
-#      "not usable", "will skip" or "missing" when it does: the fuzz tests without clang's
-#      libFuzzer runtime did);
+#   2. every tool the tests call is on PATH, and the configure step left nothing out (CMake says
+#      "not usable", "will skip", "missing" or "not found", or warns, when it does: the fuzz tests
+#      without clang's libFuzzer runtime did);
 #   3. the unit and fuzz tests pass there with none skipped, run from the build directory.
 #
 #   fresh.sh --repo DIR
@@ -66,7 +66,8 @@ for t in $(echo $tools); do
 	command -v "\$t" >/dev/null || missing+=" \$t"
 done
 [[ -z \$missing ]] || { echo "fresh: FAIL tools missing after setup.sh:\$missing"; exit 1; }
-if grep -E "not usable|will skip|missing" /setup.log; then
+# CMake's own lines: "-- ..." status, and warnings
+if grep -E '^-- .*(not usable|will skip|[Mm]issing|NOT found|not found)|^CMake Warning' /setup.log; then
 	echo "fresh: FAIL the configure step left something out (the lines above)"
 	exit 1
 fi
@@ -81,12 +82,12 @@ echo "fresh: setup, tools, configure, unit and fuzz tests all held"
 INSIDE
 
 rc=0
-run_bounded 3000 "${pm[@]}" run --name "$name" --network host --privileged \
+run_bounded 3000 "${pm[@]}" run --name "$name" --network host --privileged "${limits[@]}" \
 	-v "$tmp/src.tar:/src.tar:ro" -v "$tmp/inside.sh:/inside.sh:ro" "$base" \
 	bash /inside.sh >"$tmp/run.log" 2>&1 || rc=$?
 if ((rc)); then
 	echo "fresh: FAIL (exit $rc); the container's last lines:"
-	grep -E '^fresh:' "$tmp/run.log" | sed 's/^/    | /'
+	grep -E '^fresh:' "$tmp/run.log" | sed 's/^/    | /' || true
 	tail -n 25 "$tmp/run.log" | sed 's/^/    | /'
 	exit 1
 fi

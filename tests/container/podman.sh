@@ -52,7 +52,6 @@ done
 ((EUID == 0)) || { echo "container: needs root (podman with XDP, network namespaces)"; exit 1; }
 
 pm=(podman --runtime runc)
-limits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 run_id=harp-ct-$$
 agent_img=localhost/harp-test/agent:$$ plugin_img=localhost/harp-test/plugin:$$
 train_img=localhost/harp-test/train:$$
