@@ -5,8 +5,15 @@
 # configure time, from that prefix.
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/harp-attach.service
 	DESTINATION lib/systemd/system)
+# /etc/default for a /usr build (a package); else under the prefix, so that an install with
+# --prefix or DESTDIR writes nowhere else
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+	set(HARP_DEFAULT_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/default)
+else()
+	set(HARP_DEFAULT_DIR ${CMAKE_INSTALL_SYSCONFDIR}/default)
+endif()
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/harp-attach.default
-	DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/default RENAME harp-attach)
+	DESTINATION ${HARP_DEFAULT_DIR} RENAME harp-attach)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/docs/OPERATIONS.md
 	${CMAKE_SOURCE_DIR}/docs/PROTOCOL.md ${CMAKE_SOURCE_DIR}/docs/DESIGN.md
 	DESTINATION ${CMAKE_INSTALL_DOCDIR})
