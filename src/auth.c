@@ -228,9 +228,10 @@ static bool take_counter(struct harp_auth *a, uint64_t n)
 		/* the window slides: the slots from rx_next to n held counters now out of it */
 		if (n - a->rx_next >= AUTH_REPLAY_WINDOW) {
 			memset(a->rx_taken, 0, sizeof(a->rx_taken));
-		}
-		for (uint64_t m = a->rx_next; m < n && n - m < AUTH_REPLAY_WINDOW; m++) {
-			TAKEN_WORD(a, m) &= ~TAKEN_BIT(m);
+		} else {
+			for (uint64_t m = a->rx_next; m < n; m++) {
+				TAKEN_WORD(a, m) &= ~TAKEN_BIT(m);
+			}
 		}
 		a->rx_next = n + 1;
 	} else if (a->rx_next - n > AUTH_REPLAY_WINDOW || (TAKEN_WORD(a, n) & TAKEN_BIT(n))) {

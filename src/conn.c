@@ -5,8 +5,8 @@
  * Each direction is a stream of reliable packets numbered by psn: DATA (a slice of a message),
  * CTS (one posted receive buffer, the receiver-driven rendezvous) and MSGERR (a message refused
  * for not fitting). ACKs are not numbered; they carry the cumulative ack (every psn before
- * ack_psn arrived) and a selective-ack map of up to 512 bytes of what arrived beyond it, and every packet
- * piggybacks the cumulative ack too.
+ * ack_psn arrived) and a selective-ack map of up to 512 bytes of what arrived beyond it, and
+ * every packet piggybacks the cumulative ack too.
  *
  * Receives take the peer's sends in order, nbufs each, and within a receive each send takes the
  * buffer of its tag. A send is numbered (ssn) in its posting order, so both sides know which

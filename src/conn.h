@@ -212,8 +212,8 @@ struct conn_probe {
 /*
  * Port pairs the peer's probes proved to reach this engine: the peer's paths to us. This side
  * sends a STEER on each new one at once, on all of them again after 5, 50 and 250 ms, and then
- * every CONN_STEER_PERIOD_NS: a host whose tap steers each flow to the queue that last sent it (tun
- * under vhost-net or QEMU, for 3 s after each send) then keeps steering them here, as a NIC's
+ * every CONN_STEER_PERIOD_NS: a host whose tap steers each flow to the queue that last sent it
+ * (tun under vhost-net or QEMU, for 3 s after each send) then keeps steering them here, as a NIC's
  * RSS hash would. Without it a pair that a probe of another engine here had steered elsewhere
  * moves when that steering expires; and a probe another engine sent on the pair just before
  * it became ours can reach the tap after our first STEER (the repeats undo that). The pairs

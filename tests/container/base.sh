@@ -3,9 +3,10 @@
 #
 # The bare Debian 12 image the container tests start from, made once per machine: debootstrap
 # (minbase) from the mirror in this machine's apt sources, imported into podman as $base. Sourced
-# after tests/netns/lib.sh (run_bounded, $tmp) with pm=(podman ...) set.
+# after tests/netns/lib.sh (run_bounded, harness_init, $tmp); sets pm, the podman command.
 
 base=localhost/harp-test/debian:bookworm-minbase
+pm=(podman --runtime runc)
 # runc cannot raise this machine's open-file and process limits inside a container: set them
 limits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 
@@ -17,6 +18,17 @@ mirror() {
 	[[ -n $m ]] || m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' \
 		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null)
 	echo "$m"
+}
+
+# one_container NAME: harness_init NAME, and the one container the test runs, $name
+# (harp-NAME-PID), removed at exit whatever happened.
+one_container() {
+	name=harp-$1-$$
+	harness_init "$1"
+	# shellcheck disable=SC2317 # called from the EXIT trap
+	harness_cleanup_extra() {
+		"${pm[@]}" rm -f -t 5 "$name" >/dev/null 2>&1 || true
+	}
 }
 
 # base_image NAME: $base exists, or is made now; NAME says whose message it is. 1 on failure.

@@ -40,13 +40,7 @@ for t in podman runc debootstrap cmake cpack dpkg-deb; do
 done
 ((EUID == 0)) || { echo "deb: needs root (podman, network namespaces, XDP)"; exit 1; }
 
-pm=(podman --runtime runc)
-name=harp-deb-$$
-harness_init deb
-# shellcheck disable=SC2317 # called from the EXIT trap
-harness_cleanup_extra() {
-	"${pm[@]}" rm -f -t 5 "$name" >/dev/null 2>&1 || true
-}
+one_container deb
 fail=0
 report() {
 	echo "deb: FAIL $*"

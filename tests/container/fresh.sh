@@ -38,13 +38,7 @@ for t in podman runc debootstrap tar git; do
 done
 ((EUID == 0)) || { echo "fresh: needs root (podman, debootstrap)"; exit 1; }
 
-pm=(podman --runtime runc)
-name=harp-fresh-$$
-harness_init fresh
-# shellcheck disable=SC2317 # called from the EXIT trap
-harness_cleanup_extra() {
-	"${pm[@]}" rm -f -t 5 "$name" >/dev/null 2>&1 || true
-}
+one_container fresh
 
 base_image fresh || exit 1
 

@@ -51,7 +51,6 @@ for t in podman runc debootstrap tar; do
 done
 ((EUID == 0)) || { echo "container: needs root (podman with XDP, network namespaces)"; exit 1; }
 
-pm=(podman --runtime runc)
 run_id=harp-ct-$$
 agent_img=localhost/harp-test/agent:$$ plugin_img=localhost/harp-test/plugin:$$
 train_img=localhost/harp-test/train:$$
