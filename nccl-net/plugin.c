@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 
 #include "harp/harp.h"
+#include "cuda.h"
 #include "plugin.h"
 
 #define HP_REQS 512		     /* per comm: >= HNCCL_NET_MAX_REQUESTS * HP_MAX_RECVS */
@@ -41,6 +42,7 @@ struct hp_dev {
 	char *pci_path;
 	uint64_t guid;
 	int speed;
+	struct hp_cuda_dev *cuda; /* GPU buffers taken (HARP_CUDA=on, libcudart there) */
 };
 
 /* Process-wide: the devices, shared by every communicator's init. */
@@ -198,6 +200,7 @@ static void devices_destroy(void)
 	}
 	for (i = 0; i < g.ndev; i++) {
 		harp_ctx__destroy(g.dev[i].ctx);
+		hp_cuda_detach(g.dev[i].cuda);
 		free(g.dev[i].pci_path);
 	}
 	memset(g.dev, 0, sizeof(g.dev));
@@ -259,6 +262,13 @@ static hnccl_result_t devices_create(void)
 				names[i], d->speed);
 		}
 		g.ndev = i + 1;
+		if (d->info.cuda && hp_cuda_start()) {
+			rc = hp_cuda_attach(d->ctx, &d->cuda);
+			if (rc) {
+				HP_INFO("%s: GPU buffers go through host memory: %s", names[i],
+					strerror(-rc));
+			}
+		}
 		HP_INFO("device %d: %s %s, %d queue%s, XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
 			"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
 			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
@@ -370,7 +380,7 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
 	p->name = d->name;
 	p->pci_path = d->pci_path;
 	p->guid = d->guid;
-	p->ptr_support = HNCCL_PTR_HOST;
+	p->ptr_support = HNCCL_PTR_HOST | (d->cuda ? HNCCL_PTR_CUDA : 0);
 	p->speed = d->speed;
 	p->latency = 0;
 	p->max_comms = d->info.conns_max; /* HARP_CONNS_MAX: the next connection fails */
@@ -907,15 +917,23 @@ static hnccl_result_t reg_mr_in(struct hp_comm *c, void *data, size_t size, int 
 				void **mhandle)
 {
 	struct harp_mr *mr;
+	char why[160];
 	int err;
 
-	if (type != HNCCL_PTR_HOST) {
-		HP_WARN("regMr: memory type %d is not host memory; harp reaches host memory only "
-			"(ptrSupport says so)",
-			type);
+	if (type == HNCCL_PTR_CUDA && c->dev->cuda) {
+		if (hp_cuda_check(data, size, why, sizeof(why))) {
+			HP_WARN("regMr: %s", why);
+			return HNCCL_INVALID_ARGUMENT;
+		}
+		err = harp_mr__reg_device(c->dev->ctx, data, size, &mr);
+	} else if (type != HNCCL_PTR_HOST) {
+		HP_WARN("regMr: memory type %d is not host memory; harp takes %s (ptrSupport says "
+			"so)",
+			type, c->dev->cuda ? "host and GPU memory" : "host memory only");
 		return HNCCL_INVALID_ARGUMENT;
+	} else {
+		err = harp_mr__reg(c->dev->ctx, data, size, &mr);
 	}
-	err = harp_mr__reg(c->dev->ctx, data, size, &mr);
 	if (err) {
 		return hp_result(err);
 	}
@@ -1104,7 +1122,9 @@ hnccl_result_t hp_iflush(void *recv_comm, int n, void **data, int *sizes, void *
 	(void)data;
 	(void)sizes;
 	(void)mhandles;
-	*request = NULL; /* host memory: nothing to flush */
+	/* nothing to flush: a receive into GPU memory completes only once its copies are done
+	 * (the lane's stream synchronized), so its bytes are in GPU memory before test() says so */
+	*request = NULL;
 	return HNCCL_SUCCESS;
 }
 

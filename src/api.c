@@ -22,6 +22,7 @@ struct harp_mr {
 	struct harp_ctx *ctx;
 	uint8_t *addr;
 	size_t len;
+	bool device; /* harp_mr__reg_device */
 };
 
 const char *harp_mode_name(enum harp_xdp_mode mode)
@@ -220,6 +221,7 @@ static int ctx_engines(struct harp_ctx *ctx)
 		.ifname = ctx->ifi.name,
 		.release = conn_destroy,
 		.copy_fallback = &ctx->copy_fallback,
+		.device = &ctx->device,
 		/* a NIC that hashes flows to queues gives each pair one queue by itself */
 		.pairs = ctx->ifi.rss_table ? NULL : &ctx->pairs,
 	};
@@ -248,6 +250,7 @@ static int ctx_engines(struct harp_ctx *ctx)
 		if (err) {
 			return err;
 		}
+		ctx->engines[ctx->nengines].lane = ctx->nengines;
 		ctx->nengines++;
 	}
 	if (!ctx->nengines) {
@@ -432,6 +435,7 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->payload_max = (int)ctx->payload_max;
 	info->multi_buffer = ctx->engines[0].port.sg;
 	info->conns_max = ctx->params.conns_max;
+	info->cuda = ctx->params.cuda == HARP_CUDA_ON;
 	info->mode = ctx->engines[0].port.zerocopy ? HARP_MODE_ZEROCOPY : HARP_MODE_COPY;
 	info->hugepages = ctx->engines[0].port.area.huge;
 	info->xdp_native = ctx->steer.xdp_mode != XDP_MODE_SKB;
@@ -798,7 +802,8 @@ int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
 
 /* ---- memory ---------------------------------------------------------------------------------------- */
 
-int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **out)
+static int mr_reg(struct harp_ctx *ctx, void *addr, size_t len, bool device,
+		  struct harp_mr **out)
 {
 	struct harp_mr *mr;
 
@@ -812,7 +817,39 @@ int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **
 	mr->ctx = ctx;
 	mr->addr = addr;
 	mr->len = len;
+	mr->device = device;
 	*out = mr;
+	return 0;
+}
+
+int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **out)
+{
+	return mr_reg(ctx, addr, len, false, out);
+}
+
+int harp_mr__reg_device(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **out)
+{
+	if (ctx && !ctx->device.copy) {
+		pr_err("a device memory region (%p+%zu) needs the caller's copies first "
+		       "(harp_ctx__set_device)",
+		       addr, len);
+		return -EOPNOTSUPP;
+	}
+	return mr_reg(ctx, addr, len, true, out);
+}
+
+int harp_ctx__set_device(struct harp_ctx *ctx, const struct harp_device_ops *ops)
+{
+	const size_t need = offsetof(struct harp_device_ops, host_register);
+
+	if (!ctx || !ops || ops->sz < need || !ops->copy || !ops->wait) {
+		return -EINVAL;
+	}
+	if (ctx->device.copy) {
+		return -EBUSY;
+	}
+	memcpy(&ctx->device, ops, ops->sz < sizeof(*ops) ? ops->sz : sizeof(*ops));
+	ctx->device.sz = sizeof(*ops);
 	return 0;
 }
 
@@ -919,6 +956,7 @@ int harp_conn__isend(struct harp_conn *c, const void *buf, size_t len, uint32_t 
 	r->send.buf = buf;
 	r->send.len = len;
 	r->send.tag = tag;
+	r->send.device = mr && mr->device;
 	return submit(c, r, out);
 }
 
@@ -966,6 +1004,9 @@ int harp_conn__irecv(struct harp_conn *c, int n, void **bufs, const size_t *size
 		r->recv.cap[i] = sizes[i];
 		r->recv.tag[i] = tags[i];
 		r->recv.msg_len[i] = UINT64_MAX;
+		if (mrs && mrs[i] && mrs[i]->device) {
+			r->recv.device_mask |= 1u << i;
+		}
 	}
 	return submit(c, r, out);
 }

@@ -512,6 +512,7 @@ static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	tx->twin_src_port = 0;
 	tx->twin_dst_port = 0;
 	tx->payload = NULL;
+	tx->device = false;
 	c->stats.steers_sent++;
 	return true;
 }
@@ -651,6 +652,7 @@ static bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		h->tag = pm->answer_id;
 		h->msg_len = pm->answer_size;
 		tx->payload = NULL;
+		tx->device = false;
 		pm->answer_due = false;
 		goto out;
 	}
@@ -670,6 +672,7 @@ static bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	h->len = (uint16_t)(pm->probe - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
 			    (c->auth ? HARP_AUTH_TRAILER : 0));
 	tx->payload = pmtu_padding;
+	tx->device = false;
 	pm->tries++;
 	pm->sent_ns = now;
 	c->stats.pmtu_probes++;
@@ -787,6 +790,7 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	tx->src_port = pr->cand_src[pr->sent];
 	tx->dst_port = pr->cand_dst[pr->sent];
 	tx->payload = NULL;
+	tx->device = false;
 	pr->sent++;
 	c->stats.probes_sent++;
 	return true;
@@ -902,6 +906,14 @@ static void recv_release(struct harp_conn *c, struct harp_req *r, bool sender_do
 		c->ack_now = true;
 	}
 	c->recv_slots[r->recv.rsn & (CONN_RECV_SLOTS - 1)] = NULL;
+	if (r->recv.device_mask) {
+		/* its copies into device memory are done before it is */
+		int err = c->device ? c->device->wait(c->engine) : -EIO;
+
+		if (err && !r->recv.err) {
+			r->recv.err = err;
+		}
+	}
 	req_finish(r, r->recv.err);
 }
 
@@ -1300,7 +1312,14 @@ static int unsol_place(struct harp_conn *c, struct harp_req *r, uint32_t ssn, ui
 	if (len > r->recv.cap[i]) {
 		r->recv.err = -EMSGSIZE; /* the sender fails it too, once it learns the capacity */
 	} else {
-		if (len) {
+		if (len && (r->recv.device_mask & (1u << i))) {
+			int err = c->device ? c->device->copy_in(c->engine, r->recv.bufs[i],
+								 data, len) : -EIO;
+
+			if (err) {
+				return err;
+			}
+		} else if (len) {
 			memcpy(r->recv.bufs[i], data, len);
 		}
 		r->recv.got[i] = len;
@@ -1371,6 +1390,13 @@ static int deliver_unsol(struct harp_conn *c, const struct wire_pkt *p)
 	return 0;
 }
 
+static int body_to_device(void *conn, uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	struct harp_conn *c = conn;
+
+	return c->device ? c->device->copy_in(c->engine, dst, src, n) : -EIO;
+}
+
 static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 {
 	const struct harp_hdr *h = &p->h;
@@ -1391,7 +1417,13 @@ static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 	} else if (r->recv.msg_len[i] != h->msg_len) {
 		return -EPROTO;
 	}
-	if (h->len) {
+	if (h->len && (r->recv.device_mask & (1u << i))) {
+		int err = wire_body_each(r->recv.bufs[i] + h->offset, p, body_to_device, c);
+
+		if (err) {
+			return err;
+		}
+	} else if (h->len) {
 		wire_body_copy(r->recv.bufs[i] + h->offset, p);
 	}
 	r->recv.got[i] += h->len;
@@ -1852,11 +1884,13 @@ static void header_of(struct harp_conn *c, const struct tx_rec *rec, uint32_t ps
 	h->offset = rec->offset;
 	h->len = rec->len;
 	tx->payload = NULL;
+	tx->device = false;
 	if (rec->eager) {
 		h->flags = HARP_DATA_F_DONE | (rec->unsol ? HARP_DATA_F_UNSOL : 0);
 		tx->payload = c->eager_copies + (size_t)(rec->eager - 1) * CONN_EAGER_BYTES;
 	} else if (rec->type == HARP_PKT_DATA) {
 		tx->payload = rec->sreq->send.buf + rec->offset;
+		tx->device = rec->sreq->send.device;
 	}
 }
 
@@ -1897,8 +1931,10 @@ static void eager_copy(struct harp_conn *c, struct tx_rec *rec, const struct har
  */
 static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req *s)
 {
-	if (s->send.len > CONN_EAGER_BYTES || !~c->eager_used) {
-		return; /* too big, or every slot waits for an ack: completes on the ack */
+	if (s->send.len > CONN_EAGER_BYTES || !~c->eager_used || s->send.device) {
+		/* too big, every slot waits for an ack, or in device memory (read only through
+		 * copies, as its packets go): completes on the ack */
+		return;
 	}
 	eager_copy(c, rec, s);
 	rec->sreq = NULL;
@@ -1913,7 +1949,7 @@ static void send_eager(struct harp_conn *c, struct tx_rec *rec, struct harp_req 
  */
 static bool unsol_ok(const struct harp_conn *c, const struct harp_req *s)
 {
-	return s->send.len <= CONN_EAGER_BYTES && s->send.len <= c->payload_max &&
+	return !s->send.device && s->send.len <= CONN_EAGER_BYTES && s->send.len <= c->payload_max &&
 	       ~c->eager_used && c->ssn_cur - c->ssn_bound < CONN_UNSOL_CREDITS;
 }
 
@@ -2218,5 +2254,6 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	h->ts_echo = c->last_ts;
 	h->len = sack_map(c, tx->sack);
 	tx->payload = NULL;
+	tx->device = false;
 	return true;
 }

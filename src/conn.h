@@ -64,6 +64,7 @@ struct harp_req {
 			uint64_t next_off; /* next byte to packetise */
 			uint32_t pkts, pkts_acked;
 			uint32_t unsol_psn; /* sent unsolicited: its one packet */
+			bool device;	    /* buf is device memory: read through copies only */
 		} send;
 		struct {
 			int nbufs;
@@ -76,6 +77,7 @@ struct harp_req {
 			uint32_t done_mask;
 			int cts_queued; /* CTS packets given a psn */
 			int err;	/* a buffer was refused (MSGERR) */
+			uint32_t device_mask; /* buffers in device memory: written through copies */
 		} recv;
 	};
 };
@@ -244,6 +246,13 @@ enum conn_state {
 
 struct harp_engine;
 
+/* The engine's copies into device memory (engine.c: engine_copy_in, engine_copies_wait), for
+ * receives whose buffers are there. */
+struct conn_device {
+	int (*copy_in)(struct harp_engine *e, uint8_t *dst, const uint8_t *src, uint32_t n);
+	int (*wait)(struct harp_engine *e);
+};
+
 /*
  * The engine's lists a connection is on, linked through it (engine.c alone reads or writes
  * these; conn.c never does). Each list's membership flag keeps a connection on it at most once.
@@ -266,6 +275,7 @@ struct harp_conn {
 	/* ---- set at set-up, read-only afterwards ---- */
 	struct harp_ctx *ctx;
 	struct harp_engine *engine;
+	const struct conn_device *device; /* its engine's, set when the engine adopts it */
 	uint32_t id;	  /* ours: carried in the peer's packets */
 	uint32_t peer_id; /* theirs: carried in ours */
 	uint64_t token;
@@ -434,6 +444,7 @@ struct conn_tx {
 	 * so that one dark path cannot stall the connection; 0: only once */
 	uint16_t twin_src_port, twin_dst_port;
 	const uint8_t *payload; /* DATA: h.len bytes from the sender's buffer */
+	bool device;		/* ... which is in device memory (harp_mr__reg_device) */
 	uint8_t sack[HARP_SACK_MAX_BYTES]; /* ACK: h.len bytes of it */
 };
 /*

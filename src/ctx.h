@@ -30,6 +30,7 @@ struct harp_ctx {
 	struct engine_keeper keeper; /* runs engines no caller has run lately */
 	_Atomic bool copy_fallback;  /* a zero-copy socket stalled: every engine binds in copy mode */
 	struct pairs pairs;	     /* which engine owns each port pair with a peer */
+	struct harp_device_ops device; /* harp_ctx__set_device: copy NULL until then */
 };
 
 /* Connection ids (ids.h), under setup_lock; at HARP_CONNS_MAX, -EMFILE and an error line. */

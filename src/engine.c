@@ -21,6 +21,7 @@
 
 #define RX_BATCH 64
 #define TX_BATCH 256
+_Static_assert(TX_BATCH <= ENGINE_UNSEALED, "a pass's frames may all wait for device copies");
 #define CONN_BURST 64		     /* packets one connection may send per round */
 #define CTRL_PERIOD_NS (2 * 1000000ull) /* how often control sockets are looked at */
 /* How often every connection's timers run: a tenth of the shortest retransmission timeout. The
@@ -68,6 +69,113 @@ err_joined:
 	return err;
 }
 
+/* ---- device memory ----------------------------------------------------------------------------- */
+
+static void fail_all(struct harp_engine *e);
+
+/* Before the port's frames go: the device lets go of them. */
+static void dev_give_frames(struct harp_engine *e)
+{
+	const struct harp_device_ops *d = e->env.device;
+
+	if (e->dev.registered && d && d->host_unregister) {
+		d->host_unregister(d->arg, e->dev.registered);
+	}
+	e->dev.registered = NULL;
+}
+
+/* The port's frames are the device's to copy into and out of: host_register, once per area. */
+static int dev_take_frames(struct harp_engine *e)
+{
+	const struct harp_device_ops *d = e->env.device;
+	const struct umem_area *a = &e->port.area;
+	int err;
+
+	if (e->dev.registered == a->base) {
+		return 0;
+	}
+	dev_give_frames(e);
+	if (d->host_register) {
+		err = d->host_register(d->arg, a->base, a->size);
+		if (err) {
+			return err;
+		}
+	}
+	e->dev.registered = a->base;
+	return 0;
+}
+
+/*
+ * The copies queued one way, handed to the device and waited for. A failure fails the engine's
+ * connections with -EIO, as a lost port does: what the device did with memory it was given is
+ * unknown, so nothing it touched may be delivered or sent.
+ */
+static int dev_flush(struct harp_engine *e, enum harp_copy_dir dir)
+{
+	const struct harp_device_ops *d = e->env.device;
+	bool out = dir == HARP_COPY_TO_HOST;
+	struct harp_copy *v = out ? e->dev.out : e->dev.in;
+	int *n = out ? &e->dev.nout : &e->dev.nin;
+	const char *what = "registering its frames";
+	int k = *n, err;
+
+	*n = 0;
+	if (e->port_err) {
+		return -EIO;
+	}
+	if (!k) {
+		return 0;
+	}
+	err = dev_take_frames(e);
+	if (!err) {
+		what = out ? "a copy from device memory" : "a copy into device memory";
+		err = d->copy(d->arg, e->lane, dir, v, k);
+	}
+	if (!err) {
+		what = "waiting for copies to or from device memory";
+		err = d->wait(d->arg, e->lane);
+	}
+	if (!err) {
+		return 0;
+	}
+	pr_err("engine %d: %s failed (%s); the engine's connections fail", e->queue, what,
+	       strerror(err < 0 ? -err : err));
+	e->port_err = -EIO;
+	fail_all(e);
+	return -EIO;
+}
+
+/*
+ * For a connection's receive into device memory (its conn_device): a copy of n bytes from src to
+ * dst queued, and waited for at once unless src is one of the engine's frames (which stay until
+ * the pass gives them back, having waited). 0, or -EIO once a copy failed.
+ */
+static int engine_copy_in(struct harp_engine *e, uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	const uint8_t *base = e->port.area.base;
+	bool frame = src >= base && n <= e->port.area.size && src - base <= (ptrdiff_t)(
+		e->port.area.size - n);
+
+	if (e->dev.nin == ENGINE_COPIES && dev_flush(e, HARP_COPY_TO_DEVICE)) {
+		return -EIO;
+	}
+	e->dev.in[e->dev.nin++] = (struct harp_copy){ .dst = dst, .src = src, .len = n };
+	/* a frame stays until the pass gives it back (rx_batch waits first); anything else, such
+	 * as a chain's pieces joined or a message held for a later receive, may change sooner */
+	return frame && !e->port_err ? 0 : dev_flush(e, HARP_COPY_TO_DEVICE);
+}
+
+/* Every copy into device memory queued so far, waited for: a receive completes only after. */
+static int engine_copies_wait(struct harp_engine *e)
+{
+	return dev_flush(e, HARP_COPY_TO_DEVICE);
+}
+
+static const struct conn_device engine_device = {
+	.copy_in = engine_copy_in,
+	.wait = engine_copies_wait,
+};
+
 static void engine_release_conn(struct harp_engine *e, struct harp_conn *c)
 {
 	int err;
@@ -105,6 +213,7 @@ void engine_fini(struct harp_engine *e)
 	e->conns = NULL;
 	steer_release(e->env.steer, e->queue);
 	(void)steer_leave(e->env.steer, e->queue); /* it says what failed; the engine goes anyway */
+	dev_give_frames(e);
 	xsk_port_close(&e->port);
 	if (e->epfd >= 0) {
 		close(e->epfd);
@@ -209,6 +318,7 @@ static void adopt(struct harp_engine *e, uint64_t now)
 		}
 		c->pairs = e->env.pairs;
 		c->pair_owner = e->queue;
+		c->device = &engine_device;
 		conn_start(c, now);
 		/* until its probes are answered, rounds wait on the set-up's round trip: hosts
 		 * that took long to set it up answer probes no sooner */
@@ -425,6 +535,9 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 	if (i < n) {
 		xsk_ring_cons__cancel(&p->rx, n - i);
 	}
+	if (e->dev.nin) {
+		(void)dev_flush(e, HARP_COPY_TO_DEVICE); /* copies out of these frames done first */
+	}
 	xsk_port_refill(p, idx_rx, i); /* every frame straight back to the fill ring */
 	xsk_ring_cons__release(&p->rx, i);
 	return i;
@@ -448,6 +561,7 @@ struct tx_batch {
 	uint32_t records;	 /* bytes of records in it */
 	uint16_t src_port, dst_port;
 	bool alone;		 /* a PROBE or STEER: the XDP program reads only a frame's first header */
+	bool device;		 /* a copy from device memory fills part of the open frame */
 	bool corrupt;		 /* HARP_FAULT_ZC_TX_CORRUPT_MS: frames leave with a bad IP checksum */
 };
 
@@ -471,35 +585,93 @@ static bool tx_room(struct harp_engine *e, const struct tx_batch *b)
 	       xsk_port_txpool(p)->free;
 }
 
+/* A frame's headers and checksums (or MAC) written over its records; returns its length. */
+static uint32_t frame_seal(struct harp_conn *c, uint8_t *frame, uint32_t records_len,
+			   uint16_t src_port, uint16_t dst_port, uint16_t ip_id, bool corrupt)
+{
+	struct wire_path path = c->path;
+	uint32_t len;
+
+	path.src_port = src_port;
+	path.dst_port = dst_port;
+	if (c->auth) {
+		/* the first record names the trailer; the MAC covers every record, and stands in
+		 * for the UDP checksum */
+		uint8_t *records = frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+		uint16_t trailer = htons(HARP_AUTH_TRAILER);
+
+		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
+		auth_seal(c->auth, src_port, dst_port, records, records_len);
+		len = wire_seal(frame, &path, records_len + HARP_AUTH_TRAILER, ip_id, false);
+	} else {
+		len = wire_seal(frame, &path, records_len, ip_id, true);
+	}
+	if (corrupt) {
+		frame[HARP_ETH_HLEN + 10] ^= 0x5a; /* the IPv4 header checksum: the peer drops it */
+	}
+	return len;
+}
+
+/*
+ * The open frame sealed and cut into its chain. One that a copy from device memory fills is
+ * sealed only after the copy (tx_seal_device): its length is known now, its checksum is not.
+ */
 static void tx_seal(struct harp_engine *e, struct tx_batch *b)
 {
 	struct harp_conn *c = b->open;
-	struct wire_path path;
-	uint32_t len;
+	uint16_t ip_id;
 
 	if (!c) {
 		return;
 	}
-	path = c->path;
-	path.src_port = b->src_port;
-	path.dst_port = b->dst_port;
-	if (c->auth) {
-		/* the first record names the trailer; the MAC covers every record, and stands in
-		 * for the UDP checksum */
-		uint8_t *records = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
-		uint16_t trailer = htons(HARP_AUTH_TRAILER);
-
-		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
-		auth_seal(c->auth, b->src_port, b->dst_port, records, b->records);
-		len = wire_seal(b->frame, &path, b->records + HARP_AUTH_TRAILER, c->ip_id++, false);
+	ip_id = c->ip_id++;
+	if (b->device) {
+		e->dev.unsealed[e->dev.nunsealed++] = (struct engine_unsealed){
+			.conn = c, .frame = b->frame, .records = b->records,
+			.src_port = b->src_port, .dst_port = b->dst_port, .ip_id = ip_id,
+		};
+		tx_chain(e, b, HARP_FRAME_OVERHEAD - HARP_HDR_LEN + b->records +
+				       (c->auth ? HARP_AUTH_TRAILER : 0));
 	} else {
-		len = wire_seal(b->frame, &path, b->records, c->ip_id++, true);
+		tx_chain(e, b, frame_seal(c, b->frame, b->records, b->src_port, b->dst_port, ip_id,
+					  b->corrupt));
 	}
-	if (b->corrupt) {
-		b->frame[HARP_ETH_HLEN + 10] ^= 0x5a; /* the IPv4 header checksum: the peer drops it */
-	}
-	tx_chain(e, b, len);
 	b->open = NULL;
+	b->device = false;
+}
+
+/*
+ * The frames that waited for copies from device memory, sealed once the copies are done; if
+ * they failed, sealed broken (a bad IPv4 header checksum), so the peer drops them.
+ */
+static void tx_seal_device(struct harp_engine *e, const struct tx_batch *b)
+{
+	bool failed;
+	int i;
+
+	if (!e->dev.nunsealed) {
+		return;
+	}
+	failed = dev_flush(e, HARP_COPY_TO_HOST) != 0;
+	for (i = 0; i < e->dev.nunsealed; i++) {
+		const struct engine_unsealed *u = &e->dev.unsealed[i];
+
+		(void)frame_seal(u->conn, u->frame, u->records, u->src_port, u->dst_port, u->ip_id,
+				 b->corrupt || failed);
+	}
+	e->dev.nunsealed = 0;
+}
+
+/* A record's payload from device memory: the copy is queued, and the frame sealed after it. */
+static bool tx_copy_out(struct harp_engine *e, struct tx_batch *b, uint8_t *dst,
+			const uint8_t *src, uint32_t n)
+{
+	if (e->dev.nout == ENGINE_COPIES && dev_flush(e, HARP_COPY_TO_HOST)) {
+		return false;
+	}
+	e->dev.out[e->dev.nout++] = (struct harp_copy){ .dst = dst, .src = src, .len = n };
+	b->device = true;
+	return true;
 }
 
 static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *c,
@@ -538,6 +710,10 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 	wire_put_record(record, &tx->h);
 	if (tx->h.type == HARP_PKT_ACK) {
 		memcpy(record + HARP_HDR_LEN, tx->sack, body);
+	} else if (body && tx->device) {
+		if (!tx_copy_out(e, b, record + HARP_HDR_LEN, tx->payload, body)) {
+			return false; /* the device failed: the engine's connections fail */
+		}
 	} else if (body) {
 		memcpy(record + HARP_HDR_LEN, tx->payload, body);
 	}
@@ -934,6 +1110,7 @@ static void rebind_copy(struct harp_engine *e, uint64_t now)
 	int err;
 
 	params.bind_mode = HARP_BIND_COPY;
+	dev_give_frames(e);
 	xsk_port_close(&e->port);
 	err = xsk_port_open(&e->port, e->env.ifname, e->queue, &params, XSK_BUSY_WAIT_MS);
 	if (!err) {
@@ -1098,6 +1275,7 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 		send_acks(e, &b, now);
 		send_data(e, &b, now);
 		tx_seal(e, &b);
+		tx_seal_device(e, &b);
 		/* give back the slots reserved but not written */
 		p->tx.cached_prod -= b.reserved - b.used;
 		if (b.used) {

@@ -34,6 +34,29 @@ struct engine_env {
 	_Atomic bool *copy_fallback;
 	/* Shared by a context's engines: each port pair with a peer is one engine's (pairs.h). */
 	struct pairs *pairs;
+	/* The context's copies to and from device memory (copy NULL: none); set before the first
+	 * device request reaches an engine. */
+	const struct harp_device_ops *device;
+};
+
+/* Copies queued at once, each way (a full queue is waited for on the spot), and frames a pass
+ * may leave unsealed: as many as it sends. */
+#define ENGINE_COPIES 512
+#define ENGINE_UNSEALED 256
+/* A frame whose payload a copy from device memory fills: sealed once the copy is done. */
+struct engine_unsealed {
+	struct harp_conn *conn;
+	uint8_t *frame;
+	uint32_t records;
+	uint16_t src_port, dst_port, ip_id;
+};
+struct engine_copies {
+	struct harp_copy out[ENGINE_COPIES]; /* device to frames (sends) */
+	struct harp_copy in[ENGINE_COPIES];  /* frames to device (receives) */
+	int nout, nin;
+	struct engine_unsealed unsealed[ENGINE_UNSEALED];
+	int nunsealed;
+	void *registered; /* the port's UMEM area, once host_register took it */
 };
 
 struct harp_engine {
@@ -67,6 +90,10 @@ struct harp_engine {
 	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
 	uint8_t *rx_joined; /* a received descriptor chain, its pieces copied together (ENGINE_JOINED) */
 	struct harp_queue_stats stats;
+	/* Device memory (env.device): the copies queued in this pass, the frames whose sealing
+	 * waits for theirs, and the region of frames the device was given (host_register). */
+	int lane; /* this engine's index in its context: the copies' lane */
+	struct engine_copies dev;
 };
 /* Room for the largest packet harp takes: a transmit slot's worth, and a VLAN tag. */
 #define ENGINE_JOINED_BYTES (XSK_SLOT_BYTES + 64)

@@ -182,24 +182,43 @@ bool wire_next(struct wire_pkt *p);
  * the caller copies the pieces together and calls wire_parse.
  */
 enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join);
-/* Copies p's h.len bytes of body to dst, from every piece they lie in. */
-static inline void wire_body_copy(uint8_t *dst, const struct wire_pkt *p)
+/*
+ * Calls put for each run of p's h.len bytes of body, in order, with where it goes (from dst on)
+ * and where it lies; stops at put's first non-zero return, and returns it.
+ */
+static inline int wire_body_each(uint8_t *dst, const struct wire_pkt *p,
+				 int (*put)(void *arg, uint8_t *dst, const uint8_t *src, uint32_t n),
+				 void *arg)
 {
 	uint32_t left, n, i;
+	int err;
 
 	if (!p->rest) {
-		memcpy(dst, p->body, p->h.len);
-		return;
+		return put(arg, dst, p->body, p->h.len);
 	}
-	memcpy(dst, p->body, p->body_here);
+	err = put(arg, dst, p->body, p->body_here);
 	dst += p->body_here;
 	left = p->h.len - p->body_here;
-	for (i = 1; left && i < p->rest->n; i++) {
+	for (i = 1; !err && left && i < p->rest->n; i++) {
 		n = p->rest->len[i] < left ? p->rest->len[i] : left;
-		memcpy(dst, p->rest->at[i], n);
+		err = put(arg, dst, p->rest->at[i], n);
 		dst += n;
 		left -= n;
 	}
+	return err;
+}
+
+static inline int wire_put_copy(void *arg, uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	(void)arg;
+	memcpy(dst, src, n);
+	return 0;
+}
+
+/* Copies p's h.len bytes of body to dst, from every piece they lie in. */
+static inline void wire_body_copy(uint8_t *dst, const struct wire_pkt *p)
+{
+	(void)wire_body_each(dst, p, wire_put_copy, NULL);
 }
 
 /* One's-complement sum helpers, exposed for tests. */

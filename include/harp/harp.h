@@ -11,7 +11,8 @@
  *                  caller must not touch it or its requests again.
  *   harp_req       one isend or irecv. Owned by the library; invalid once harp_req__test() has
  *                  reported it done or failed.
- *   harp_mr        a registered memory region (host memory).
+ *   harp_mr        a registered memory region (host memory, or device memory reached
+ *                  through the caller's copies: harp_mr__reg_device).
  *
  * Every function returns 0 (or a count) on success and a negative errno on failure; constructors
  * return NULL and set errno. -EAGAIN means "not yet, call again". Nothing blocks: connection
@@ -103,6 +104,7 @@ struct harp_ctx_info {
 	int speed_assumed;	/* 1: neither the driver nor HARP_SPEED_MBPS said (ENA): 10000 */
 	int multi_buffer;	/* 1: packets larger than a UMEM frame span descriptor chains */
 	int conns_max;		/* HARP_CONNS_MAX: connections open at once, at most */
+	int cuda;		/* HARP_CUDA=on: the NCCL plugin takes GPU buffers */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 
@@ -169,6 +171,41 @@ HARP_API void harp_conn__close(struct harp_conn *conn);
 
 HARP_API int harp_mr__reg(struct harp_ctx *ctx, void *addr, size_t len, struct harp_mr **mr);
 HARP_API void harp_mr__dereg(struct harp_mr *mr);
+
+/*
+ * Device memory (a GPU's), which harp never reads or writes itself: every payload byte between
+ * a buffer registered with harp_mr__reg_device() and harp's frames moves through the caller's
+ * copies. copy() queues n asynchronous copies on a lane (an engine's index: one thread at a
+ * time queues and waits on one lane); wait() returns once every copy queued on the lane is done.
+ * harp waits before it seals a frame that a copy filled and before it completes a receive or
+ * reuses a frame that a copy reads, so a copy's source and destination stay as they are until
+ * then. host_register() is called once for each region of frames (UMEM) harp copies into or out
+ * of, before the first copy that touches it, and host_unregister() when it goes (optional: NULL).
+ * Each returns 0 or a negative errno; a failed copy or wait fails the lane's connections with
+ * -EIO.
+ */
+enum harp_copy_dir {
+	HARP_COPY_TO_HOST = 1,	 /* device buffer to frames: a send */
+	HARP_COPY_TO_DEVICE = 2, /* frames to device buffer: a receive */
+};
+struct harp_copy {
+	void *dst;
+	const void *src;
+	size_t len;
+};
+struct harp_device_ops {
+	size_t sz; /* sizeof(struct harp_device_ops) */
+	void *arg;
+	int (*copy)(void *arg, int lane, enum harp_copy_dir dir, const struct harp_copy *v, int n);
+	int (*wait)(void *arg, int lane);
+	int (*host_register)(void *arg, void *addr, size_t len);
+	void (*host_unregister)(void *arg, void *addr);
+};
+/* Once per context, before any device registration; ops is copied. -EBUSY if set already. */
+HARP_API int harp_ctx__set_device(struct harp_ctx *ctx, const struct harp_device_ops *ops);
+/* Like harp_mr__reg, for device memory; -EOPNOTSUPP without harp_ctx__set_device(). */
+HARP_API int harp_mr__reg_device(struct harp_ctx *ctx, void *addr, size_t len,
+				 struct harp_mr **mr);
 
 /*
  * Posts a send of len bytes at buf with tag. buf must stay untouched until the request is done.

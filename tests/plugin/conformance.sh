@@ -25,6 +25,10 @@
 #     --mtu N             MTU of the veth pairs (default 1500); above one UMEM frame, both
 #                         plugins must say in their start-up line that they run at N with
 #                         descriptor chains (multi-buffer)
+#     --env WORDS         NAME=VALUE words (space-separated) for both sides' environment
+#     --driver-args WORDS more arguments for both drivers (e.g. --cuda)
+#     --client-args WORDS more arguments for the client's driver only
+#     --expect-log TEXT   each side's log must hold a line with TEXT
 #
 # The scenarios are described in net_driver.c. init-fail runs three cases per version: an
 # interface that does not exist, HARP_QUEUES=abc and an unknown HARP_FOO=1; each must make init
@@ -60,12 +64,13 @@ usage() {
 	if (($#)); then
 		echo "conformance: $*" >&2
 	fi
-	sed -n '4,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 plugin="" driver="" versions="8,9,10,11,12" scenarios="basic,pipeline,grouped" only=""
 use_valgrind=0 queues=1 devices=1 client_env="" load_as="" peer_timeout_ms=2000 mtu=1500
+both_env="" driver_args="" client_args="" expect_log=""
 while (($#)); do
 	case $1 in
 	--plugin) plugin=${2:?} && shift ;;
@@ -80,6 +85,10 @@ while (($#)); do
 	--load-as) load_as=${2:?} && shift ;;
 	--peer-timeout-ms) peer_timeout_ms=${2:?} && shift ;;
 	--mtu) mtu=${2:?} && shift ;;
+	--env) both_env=${2:?} && shift ;;
+	--driver-args) driver_args=${2:?} && shift ;;
+	--client-args) client_args=${2:?} && shift ;;
+	--expect-log) expect_log=${2:?} && shift ;;
 	*) usage "unknown option '$1'" ;;
 	esac
 	shift
@@ -246,6 +255,8 @@ side_cmd() {
 		ns=$ns_a ifname=$if_a
 	fi
 	cmd=(ip netns exec "$ns" env HARP_IFNAME="$ifname" HARP_QUEUES="$queues" "$@")
+	# shellcheck disable=SC2206 # NAME=VALUE words without spaces
+	cmd+=($both_env)
 	if [[ $side == client && -n $client_env ]]; then
 		# shellcheck disable=SC2206 # NAME=VALUE words without spaces
 		cmd+=($client_env)
@@ -255,6 +266,12 @@ side_cmd() {
 	fi
 	cmd+=("$driver" --plugin "$load" --version "$version" --scenario "$scenario"
 		--role "$side" --dir "$dir" --timeout "$(driver_timeout "$scenario")")
+	# shellcheck disable=SC2206 # arguments without spaces
+	cmd+=($driver_args)
+	if [[ $side == client ]]; then
+		# shellcheck disable=SC2206
+		cmd+=($client_args)
+	fi
 }
 
 # judge NAME RC FILE_PREFIX: a side's exit and result line.
@@ -305,6 +322,12 @@ run_pair() {
 				"with descriptor chains ($(grep -o 'MTU [0-9]* ([^)]*)' "$dir/$side.err" | head -n 1))"
 		done
 	fi
+	if [[ -n $expect_log ]]; then
+		for side in server client; do
+			grep -qF -- "$expect_log" "$dir/$side.err" ||
+				report "$name $side: no log line with '$expect_log'"
+		done
+	fi
 	if [[ $(key "$dir/client.out" ndev) != "$devices" ]]; then
 		report "$name: the client's plugin reported" \
 			"$(key "$dir/client.out" ndev) devices, expected $devices"
@@ -316,6 +339,10 @@ run_pair() {
 		"client_seconds=$(key "$dir/client.out" seconds)" \
 		"goodput_gbps=$(key "$dir/client.out" goodput_gbps)" \
 		"result=$( ((fail > before)) && echo FAIL || echo PASS)"
+	if grep -q '^cuda_' "$dir/client.out"; then # --cuda: the stand-in's counts
+		echo "conformance: case=$name client GPU copies:" \
+			"$(sed -n 's/^cuda_//p' "$dir/client.out" | tr '\n' ' ')"
+	fi
 	if ((fail > before)); then
 		show_side server "$dir/server"
 		show_side client "$dir/client"

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_cudart.h"
 #include "net_shim.h"
 #include "rendezvous.h"
 #include "size_arg.h"
@@ -69,6 +70,8 @@ struct opts {
 	size_t max_size;	 /* largest message basic and close-order use */
 	const char *expect_warn; /* init-fail: text the one WARN line must hold */
 	bool verbose;
+	bool cuda;	/* flows in GPU memory (libcudart.so.13: the stand-in) */
+	bool host_only; /* getProperties must not offer NCCL_PTR_CUDA */
 };
 
 static void usage(void)
@@ -78,6 +81,9 @@ static void usage(void)
 		"  --role server|client    side of the pair (not for init-fail)\n"
 		"  --dir DIR               directory both sides share for handle files\n"
 		"  --timeout SEC           give up after SEC seconds (default 120)\n"
+		"  --cuda                  messages in GPU memory, from libcudart.so.13's cudaMalloc\n"
+		"                          (basic, pipeline, many; HARP_CUDA=on); its counts checked\n"
+		"  --host-only             getProperties must offer host memory only\n"
 		"  --messages N            messages per direction and comm (scenario default)\n"
 		"  --comms N               connection pairs (scenario default)\n"
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
@@ -101,6 +107,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'M' },
 		{ "expect-warn", required_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "cuda", no_argument, NULL, 'C' },
+		{ "host-only", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -148,6 +156,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'v':
 			o->verbose = true;
 			break;
+		case 'C':
+			o->cuda = true;
+			break;
+		case 'H':
+			o->host_only = true;
+			break;
 		default:
 			usage();
 			return -1;
@@ -171,6 +185,13 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (!o->role) {
 		o->role = "driver";
+	}
+	if (o->cuda && (o->host_only || (strcmp(o->scenario, "basic") != 0 &&
+					 strcmp(o->scenario, "pipeline") != 0 &&
+					 strcmp(o->scenario, "many") != 0))) {
+		fprintf(stderr, "harp-net-driver: --cuda takes basic, pipeline or many, and not "
+				"--host-only\n");
+		return -1;
 	}
 	return 0;
 }
@@ -308,6 +329,94 @@ struct drv {
 			return -1;                                                                 \
 		}                                                                                  \
 	} while (0)
+
+/* ---- GPU memory (--cuda): the stand-in libcudart's own calls -------------------------------- */
+
+#define GPU_HELD_MAX 256 /* harp's unsolicited sends: HARP_UNSOL_MAX_BYTES */
+
+static struct {
+	void *lib;
+	int (*malloc)(void **, size_t);
+	int (*memcpy)(void *, const void *, size_t, int);
+	void (*report)(struct fake_cudart_report *);
+} gpu;
+
+static int gpu_load(void)
+{
+	gpu.lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+	if (!gpu.lib) {
+		fprintf(stderr, "harp-net-driver: --cuda: %s\n", dlerror());
+		return -1;
+	}
+	gpu.malloc = (int (*)(void **, size_t))dlsym(gpu.lib, "cudaMalloc");
+	gpu.memcpy = (int (*)(void *, const void *, size_t, int))dlsym(gpu.lib, "cudaMemcpy");
+	gpu.report = (void (*)(struct fake_cudart_report *))dlsym(gpu.lib, "fake_cudart_report");
+	if (!gpu.malloc || !gpu.memcpy || !gpu.report) {
+		fprintf(stderr, "harp-net-driver: --cuda: libcudart.so.13 is not the stand-in "
+				"(tests/plugin/fake_cudart.c)\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* n bytes between GPU and host memory, at once (cudaMemcpyDefault) */
+static int gpu_copy(void *dst, const void *src, size_t n)
+{
+	if (n && gpu.memcpy(dst, src, n, 4) != 0) {
+		fail("cudaMemcpy of %zu bytes (%p to %p) failed", n, src, dst);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The stand-in's counts: every byte sent went through an asynchronous copy out of GPU memory,
+ * every byte received through one into it, each straight to or from registered frames (no
+ * second copy), every copy waited for, and nothing left queued.
+ */
+static int gpu_check(uint64_t sent, uint64_t verified)
+{
+	struct fake_cudart_report r;
+	int rc = 0;
+
+	gpu.report(&r);
+	printf("cuda_copies_to_host=%" PRIu64 "\ncuda_copies_to_device=%" PRIu64 "\n",
+	       r.copies_to_host, r.copies_to_device);
+	printf("cuda_bytes_to_host=%" PRIu64 "\ncuda_bytes_to_device=%" PRIu64 "\n",
+	       r.bytes_to_host, r.bytes_to_device);
+	printf("cuda_async_calls=%" PRIu64 "\ncuda_grid_calls=%" PRIu64 "\ncuda_syncs=%" PRIu64
+	       "\ncuda_streams=%" PRIu64 "\n",
+	       r.async_calls, r.grid_calls, r.syncs, r.streams);
+	printf("cuda_host_registered=%" PRIu64 "\ncuda_host_unregistered=%" PRIu64
+	       "\ncuda_regions_left=%" PRIu64 "\n",
+	       r.host_registered, r.host_unregistered, r.regions_now);
+	printf("cuda_unregistered_copies=%" PRIu64 "\ncuda_unregistered_max=%" PRIu64
+	       "\ncuda_bad_direction=%" PRIu64 "\ncuda_dropped=%" PRIu64 "\n",
+	       r.host_unregistered_copies, r.host_unregistered_max, r.bad_direction, r.dropped);
+	if (r.bytes_to_host < sent || r.bytes_to_device < verified) {
+		fail("GPU copies moved %" PRIu64 " bytes out and %" PRIu64 " in, for %" PRIu64
+		     " sent and %" PRIu64 " received",
+		     r.bytes_to_host, r.bytes_to_device, sent, verified);
+		rc = -1;
+	}
+	if (!r.syncs || !r.host_registered || r.regions_now) {
+		fail("GPU copies: %" PRIu64 " waits, %" PRIu64 " frame regions registered, %" PRIu64
+		     " still registered after unloading",
+		     r.syncs, r.host_registered, r.regions_now);
+		rc = -1;
+	}
+	/* Only a small send from host memory that came before its receive may be held (one copy
+	 * into harp's memory) and then copied into GPU memory: at most GPU_HELD_MAX bytes. */
+	if (r.host_unregistered_max > GPU_HELD_MAX || r.bad_direction || r.dropped) {
+		fail("GPU copies: %" PRIu64 " to or from unregistered host memory (a second copy; "
+		     "the longest %" PRIu64 " bytes, above %d), %" PRIu64 " not between GPU and "
+		     "host, %" PRIu64 " never waited for",
+		     r.host_unregistered_copies, r.host_unregistered_max, GPU_HELD_MAX,
+		     r.bad_direction, r.dropped);
+		rc = -1;
+	}
+	return rc;
+}
 
 /* ---- message contents ------------------------------------------------------------------------ */
 
@@ -486,6 +595,11 @@ static int check_properties(struct drv *d, int dev, bool print)
 	}
 	if (!(a.ptr_support & HNCCL_PTR_HOST)) {
 		fail("getProperties(%d): ptrSupport 0x%x lacks NCCL_PTR_HOST", dev, a.ptr_support);
+		return -1;
+	}
+	if (d->o.cuda != !!(a.ptr_support & HNCCL_PTR_CUDA) && (d->o.cuda || d->o.host_only)) {
+		fail("getProperties(%d): ptrSupport 0x%x %s NCCL_PTR_CUDA", dev, a.ptr_support,
+		     d->o.cuda ? "lacks" : "offers");
 		return -1;
 	}
 	if (a.max_recvs < 8 || a.max_recvs > MAX_GROUP) {
@@ -756,6 +870,9 @@ struct flow {
 	unsigned char *region; /* the slots, one after another, registered once (as NCCL does) */
 	void *region_mh;
 	unsigned char *buf[MAX_WINDOW]; /* slot i, inside region */
+	unsigned char *host;		 /* --cuda: the region's bytes as the driver writes and reads
+					  * them (copied to and from GPU memory); else region */
+	unsigned char *hbuf[MAX_WINDOW]; /* slot i, inside host */
 	void *mh[MAX_WINDOW];		/* all region_mh: each slot is inside that registration */
 	void *req[MAX_WINDOW];
 	uint64_t posted, done, filled; /* filled: messages whose bytes sit in their slot */
@@ -784,20 +901,40 @@ static size_t flow_capacity(const struct flow *f, uint64_t k)
 static int flow_setup(struct flow *f)
 {
 	size_t len = (size_t)f->window * f->slot_bytes;
+	bool cuda = f->d->o.cuda;
+	void *dev = NULL;
 	int i;
 
-	f->region = malloc(len ? len : 1);
-	if (!f->region) {
-		fail("out of memory for %d slots of %zu bytes", f->window, f->slot_bytes);
+	f->host = malloc(len ? len : 1);
+	if (!f->host || (cuda && gpu.malloc(&dev, len ? len : 1) != 0)) {
+		fail("out of %s memory for %d slots of %zu bytes", f->host ? "GPU" : "host",
+		     f->window, f->slot_bytes);
 		return -1;
 	}
-	memset(f->region, 0, len);
-	NET_CALL(f->d->api.reg_mr(f->comm, f->region, len, HNCCL_PTR_HOST, &f->region_mh));
+	memset(f->host, 0, len);
+	f->region = cuda ? dev : f->host;
+	if (cuda && gpu_copy(f->region, f->host, len)) {
+		return -1;
+	}
+	NET_CALL(f->d->api.reg_mr(f->comm, f->region, len, cuda ? HNCCL_PTR_CUDA : HNCCL_PTR_HOST,
+				  &f->region_mh));
 	for (i = 0; i < f->window; i++) {
 		f->buf[i] = f->region + (size_t)i * f->slot_bytes;
+		f->hbuf[i] = f->host + (size_t)i * f->slot_bytes;
 		f->mh[i] = f->region_mh;
 	}
 	return 0;
+}
+
+/* --cuda: n bytes of slot's host copy at off written to GPU memory, or read back */
+static int slot_put(struct flow *f, int slot, size_t off, size_t n)
+{
+	return f->d->o.cuda ? gpu_copy(f->buf[slot] + off, f->hbuf[slot] + off, n) : 0;
+}
+
+static int slot_get(struct flow *f, int slot, size_t off, size_t n)
+{
+	return f->d->o.cuda ? gpu_copy(f->hbuf[slot] + off, f->buf[slot] + off, n) : 0;
 }
 
 /* Deregisters (NCCL does that before closing the comm) and frees the slots. */
@@ -814,9 +951,10 @@ static int flow_teardown(struct flow *f)
 		}
 		f->region_mh = NULL;
 	}
-	free(f->region);
-	f->region = NULL;
+	free(f->host); /* GPU memory: the stand-in's arena keeps it */
+	f->region = f->host = NULL;
 	memset(f->buf, 0, sizeof(f->buf));
+	memset(f->hbuf, 0, sizeof(f->hbuf));
 	memset(f->mh, 0, sizeof(f->mh));
 	return rc;
 }
@@ -894,7 +1032,10 @@ static int flow_post(struct flow *f)
 
 	if (!f->recv) {
 		if (f->filled <= f->posted) {
-			pattern_fill(f->buf[slot], size, msg_seed(f->dir, f->pair, f->posted));
+			pattern_fill(f->hbuf[slot], size, msg_seed(f->dir, f->pair, f->posted));
+			if (slot_put(f, slot, 0, size)) {
+				return -1;
+			}
 			f->filled = f->posted + 1;
 		}
 		res = d->api.isend(f->comm, f->buf[slot], size, f->tag, f->mh[slot],
@@ -909,8 +1050,12 @@ static int flow_post(struct flow *f)
 	} else {
 		cap = flow_capacity(f, f->posted);
 		if (cap > size) {
-			memset(f->buf[slot] + size, GUARD_BYTE,
-			       cap - size < GUARD_BYTES ? cap - size : GUARD_BYTES);
+			size_t guard = cap - size < GUARD_BYTES ? cap - size : GUARD_BYTES;
+
+			memset(f->hbuf[slot] + size, GUARD_BYTE, guard);
+			if (slot_put(f, slot, size, guard)) {
+				return -1;
+			}
 		}
 		if (d->api.preset_optional_recv && (f->posted & 1)) {
 			req = (void *)HNCCL_NET_OPTIONAL_RECV_COMPLETION;
@@ -955,8 +1100,12 @@ static int flush_check(struct flow *f, int slot, size_t size)
 static int recv_verify(struct flow *f, int slot, uint64_t k, size_t size)
 {
 	size_t cap = flow_capacity(f, k), i;
-	long bad = pattern_diff(f->buf[slot], size, msg_seed(f->dir, f->pair, k));
+	long bad;
 
+	if (slot_get(f, slot, 0, cap < size + GUARD_BYTES ? cap : size + GUARD_BYTES)) {
+		return -1;
+	}
+	bad = pattern_diff(f->hbuf[slot], size, msg_seed(f->dir, f->pair, k));
 	if (bad >= 0) {
 		fail("pair %d recv msg %" PRIu64 " (%zu bytes): byte %ld differs from what the "
 		     "peer sent",
@@ -964,7 +1113,7 @@ static int recv_verify(struct flow *f, int slot, uint64_t k, size_t size)
 		return -1;
 	}
 	for (i = size; i < cap && i < size + GUARD_BYTES; i++) {
-		if (f->buf[slot][i] != GUARD_BYTE) {
+		if (f->hbuf[slot][i] != GUARD_BYTE) {
 			fail("pair %d recv msg %" PRIu64 ": byte %zu past the %zu-byte message was "
 			     "written",
 			     f->pair, k, i, size);
@@ -1183,7 +1332,7 @@ static int check_reg_refusals(struct drv *d, void *comm)
 
 	res = d->api.reg_mr(comm, buf, sizeof(buf), HNCCL_PTR_CUDA, &mh);
 	if (res == HNCCL_SUCCESS) {
-		fail("regMr of NCCL_PTR_CUDA memory succeeded on a host-only device");
+		fail("regMr of host memory as NCCL_PTR_CUDA succeeded");
 		if (mh) {
 			d->api.dereg_mr(comm, mh);
 		}
@@ -2394,6 +2543,9 @@ int main(int argc, char **argv)
 	if (d.o.dir) {
 		write_pid_file(&d);
 	}
+	if (d.o.cuda && gpu_load()) {
+		return 2;
+	}
 	threads_before = thread_count();
 	d.lib = dlopen(d.o.plugin, RTLD_NOW | RTLD_LOCAL);
 	if (!d.lib) {
@@ -2440,6 +2592,9 @@ int main(int argc, char **argv)
 		thread_names();
 		fail("%d threads before loading the plugin, %d after unloading it", threads_before,
 		     threads_after);
+		rc = -1;
+	}
+	if (d.o.cuda && gpu_check(d.sent_bytes, d.verified_bytes)) {
 		rc = -1;
 	}
 	unexpected = atomic_load(&warn_lines) - d.provoked_warns;

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GPU buffers (HARP_CUDA=on): libcudart loaded at run time, and the copies between GPU memory and
+ * harp's frames that harp_ctx__set_device() takes (cuda.c).
+ */
+#ifndef HARP_NCCL_CUDA_H
+#define HARP_NCCL_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct harp_ctx;
+struct hp_cuda_dev;
+
+/* Loads libcudart once: true when it and a GPU are there; either way one INFO line says so. */
+bool hp_cuda_start(void);
+/* ctx's copies on streams of their own (*out, for hp_cuda_detach); 0 or a negative errno. */
+int hp_cuda_attach(struct harp_ctx *ctx, struct hp_cuda_dev **out);
+/* After ctx is destroyed: its streams go. Accepts NULL. */
+void hp_cuda_detach(struct hp_cuda_dev *d);
+/* 0 when addr+len is memory of this process's GPU; else -EINVAL and why. */
+int hp_cuda_check(const void *addr, size_t len, char *why, size_t whylen);
+
+#endif
