@@ -8,7 +8,7 @@
 #     --versions LIST     tables to drive, comma-separated (default 8,9,10,11,12)
 #     --scenarios LIST    comma-separated, or all (default basic,pipeline,grouped):
 #                         basic pipeline many grouped close-order peer-kill idle-peer
-#                         limits init-fail
+#                         limits init-fail copy-fail (--cuda)
 #     --only WHAT         symbols: only check the exported symbols (no root needed);
 #                         init-fail: only the init failure cases
 #     --queues N          veth queues, and HARP_QUEUES=N for both sides (default 1)
@@ -102,7 +102,7 @@ for v in "${version_list[@]}"; do
 	[[ $v =~ ^(8|9|10|11|12)$ ]] || usage "no table version '$v' (8 to 12)"
 done
 for s in "${scenario_list[@]}"; do
-	[[ $s =~ ^(basic|pipeline|many|grouped|close-order|peer-kill|idle-peer|limits|init-fail)$ ]] ||
+	[[ $s =~ ^(basic|pipeline|many|grouped|close-order|peer-kill|idle-peer|limits|init-fail|copy-fail)$ ]] ||
 		usage "no scenario '$s'"
 done
 case $only in

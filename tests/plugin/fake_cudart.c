@@ -12,6 +12,8 @@
  * - The host side of every asynchronous copy must lie in memory given to cudaHostRegister (the
  *   frames): a copy from or to anywhere else is counted, as a second, staged copy would be.
  * - FAKE_CUDART_NO_DEVICE=1 makes cudaGetDevice fail as on a node without a GPU.
+ * - FAKE_CUDART_FAIL_AFTER=N makes every copy after the first N fail, and every wait after that,
+ *   as a GPU fault does (CUDA's errors stick); what was queued is lost.
  *
  * fake_cudart_report() returns the counts, for the driver to print and check.
  */
@@ -30,6 +32,7 @@
 #define ERR_INVALID_VALUE 1
 #define ERR_MEMORY_ALLOCATION 2
 #define ERR_NO_DEVICE 100
+#define ERR_ILLEGAL_ADDRESS 700
 #define ERR_HOST_REGISTERED 712
 #define ERR_HOST_NOT_REGISTERED 713
 #define DEVICE_BYTES (4ull << 30) /* sparse: pages exist once written */
@@ -59,7 +62,28 @@ static struct {
 	} region[MAX_REGIONS];
 	int nregions;
 	struct fake_cudart_report r;
+	uint64_t queued;	 /* copies queued so far */
+	_Atomic bool failed; /* FAKE_CUDART_FAIL_AFTER reached */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Whether this copy fails on purpose (FAKE_CUDART_FAIL_AFTER): then every later call fails. */
+static bool fail_now(void)
+{
+	static long after = -2;
+	const char *v;
+
+	if (after == -2) {
+		v = getenv("FAKE_CUDART_FAIL_AFTER");
+		after = v && *v ? atol(v) : -1;
+	}
+	if (after >= 0 && __atomic_add_fetch(&F.queued, 1, __ATOMIC_RELAXED) > (uint64_t)after) {
+		F.failed = true;
+	}
+	if (F.failed) {
+		__atomic_add_fetch(&F.r.failed_calls, 1, __ATOMIC_RELAXED);
+	}
+	return F.failed;
+}
 
 static bool arena_ready(void)
 {
@@ -221,6 +245,9 @@ static int queue(struct stream *s, void *dst, const void *src, size_t len)
 	bool to_dev = on_device(dst, len), from_dev = on_device(src, len);
 	const void *host = to_dev ? src : dst;
 
+	if (fail_now()) {
+		return ERR_ILLEGAL_ADDRESS;
+	}
 	if (to_dev == from_dev) {
 		__atomic_add_fetch(&F.r.bad_direction, 1, __ATOMIC_RELAXED);
 		return ERR_INVALID_VALUE;
@@ -290,12 +317,16 @@ EXPORT int cudaStreamSynchronize(void *stream)
 		return ERR_INVALID_VALUE;
 	}
 	pthread_mutex_lock(&s->lock);
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; i < s->n && !F.failed; i++) {
 		memcpy(cpu_view(s->ops[i].dst), cpu_view(s->ops[i].src), s->ops[i].len);
 	}
 	s->n = 0;
 	pthread_mutex_unlock(&s->lock);
 	__atomic_add_fetch(&F.r.syncs, 1, __ATOMIC_RELAXED);
+	if (F.failed) {
+		__atomic_add_fetch(&F.r.failed_calls, 1, __ATOMIC_RELAXED);
+		return ERR_ILLEGAL_ADDRESS;
+	}
 	return 0;
 }
 
@@ -332,6 +363,8 @@ EXPORT const char *cudaGetErrorString(int err)
 		return "no error (stand-in)";
 	case ERR_NO_DEVICE:
 		return "no CUDA-capable device is detected (stand-in)";
+	case ERR_ILLEGAL_ADDRESS:
+		return "an illegal memory access was encountered (stand-in, on purpose)";
 	case ERR_HOST_REGISTERED:
 		return "part or all of the requested memory range is already mapped (stand-in)";
 	default:

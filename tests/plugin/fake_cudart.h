@@ -19,6 +19,7 @@ struct fake_cudart_report {
 	uint64_t bad_direction; /* copies with both sides, or neither, in device memory */
 	uint64_t dropped;	/* copies still queued when their stream was destroyed */
 	uint64_t regions_now;	/* host regions registered at the time of the report */
+	uint64_t failed_calls;	/* calls failed on purpose (FAKE_CUDART_FAIL_AFTER) */
 };
 
 /* cudaPointerAttributes as CUDA 11 and later lay it out */

@@ -90,7 +90,7 @@ static void usage(void)
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
 		"scenarios: basic pipeline many grouped close-order peer-kill peer-freeze idle-peer\n"
-		"           init-fail\n");
+		"           init-fail copy-fail\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -186,11 +186,16 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	if (!o->role) {
 		o->role = "driver";
 	}
+	if (!o->cuda && strcmp(o->scenario, "copy-fail") == 0) {
+		fprintf(stderr, "harp-net-driver: copy-fail needs --cuda\n");
+		return -1;
+	}
 	if (o->cuda && (o->host_only || (strcmp(o->scenario, "basic") != 0 &&
 					 strcmp(o->scenario, "pipeline") != 0 &&
-					 strcmp(o->scenario, "many") != 0))) {
-		fprintf(stderr, "harp-net-driver: --cuda takes basic, pipeline or many, and not "
-				"--host-only\n");
+					 strcmp(o->scenario, "many") != 0 &&
+					 strcmp(o->scenario, "copy-fail") != 0))) {
+		fprintf(stderr, "harp-net-driver: --cuda takes basic, pipeline, many or copy-fail, "
+				"and not --host-only\n");
 		return -1;
 	}
 	return 0;
@@ -407,6 +412,11 @@ static int gpu_check(uint64_t sent, uint64_t verified)
 	}
 	/* Only a small send from host memory that came before its receive may be held (one copy
 	 * into harp's memory) and then copied into GPU memory: at most GPU_HELD_MAX bytes. */
+	printf("cuda_failed_calls=%" PRIu64 "\n", r.failed_calls);
+	/* after a failure made on purpose (FAKE_CUDART_FAIL_AFTER), copies may be left queued */
+	if (r.failed_calls) {
+		r.dropped = 0;
+	}
 	if (r.host_unregistered_max > GPU_HELD_MAX || r.bad_direction || r.dropped) {
 		fail("GPU copies: %" PRIu64 " to or from unregistered host memory (a second copy; "
 		     "the longest %" PRIu64 " bytes, above %d), %" PRIu64 " not between GPU and "
@@ -2259,6 +2269,46 @@ static int scenario_peer_freeze(struct drv *d, double deadline)
 }
 
 /* init-fail: init must fail, with exactly one WARN line that holds --expect-warn's text. */
+/*
+ * copy-fail (--cuda): a pipeline in GPU memory until a copy fails. The side whose stand-in
+ * libcudart fails its copies (FAKE_CUDART_FAIL_AFTER) must see a request fail with
+ * ncclSystemError, and its peer one fail too, neither hanging; every message that completed
+ * before was checked byte for byte.
+ */
+static int scenario_copy_fail(struct drv *d, double deadline)
+{
+	struct pair p[1] = { { 0 } };
+	struct flow shape = { .window = 8, .slot_bytes = 512 * KIB };
+	int rc;
+
+	shape.total = shape.complete = UINT64_MAX;
+	if (drv_init(d, 0x4321) || pairs_open(d, p, 1, deadline)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	d->expect_error = true;
+	rc = exchange(d, p, 0, 1, &shape, deadline);
+	if (pairs_close(d, p, 1)) {
+		return -1;
+	}
+	if (!d->err_res) {
+		fail("copy-fail: no request failed before the deadline (%d)", rc);
+		return -1;
+	}
+	printf("error_result=%d\n", d->err_res);
+	if (d->err_res != HNCCL_REMOTE_ERROR && d->err_res != HNCCL_SYSTEM_ERROR) {
+		fail("copy-fail: the failure was %d (%s), expected ncclSystemError or "
+		     "ncclRemoteError",
+		     d->err_res, net_res_name(d->err_res));
+		return -1;
+	}
+	if (!d->messages) {
+		fail("copy-fail: the error came before any message completed");
+		return -1;
+	}
+	return 0;
+}
+
 static int scenario_init_fail(struct drv *d)
 {
 	hnccl_result_t res = d->api.init(&d->ctx[0], 0x789a);
@@ -2459,6 +2509,9 @@ static int run_scenario(struct drv *d, double deadline)
 	if (!strcmp(s, "init-fail")) {
 		return scenario_init_fail(d);
 	}
+	if (!strcmp(s, "copy-fail")) {
+		return scenario_copy_fail(d, deadline);
+	}
 	fail("unknown scenario '%s'", s);
 	return -1;
 }
@@ -2518,7 +2571,7 @@ static bool warns_expected(const struct drv *d)
 {
 	return !strcmp(d->o.scenario, "close-order") || !strcmp(d->o.scenario, "peer-kill") ||
 	       !strcmp(d->o.scenario, "peer-freeze") ||
-	       !strcmp(d->o.scenario, "init-fail");
+	       !strcmp(d->o.scenario, "init-fail") || !strcmp(d->o.scenario, "copy-fail");
 }
 
 int main(int argc, char **argv)
