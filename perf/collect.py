@@ -1005,7 +1005,7 @@ def write_summary(path, recs, cfg, notes, plots, plot_err, out_dir):
 # What perf/run and this module write into a results directory.
 OUTPUTS = ("results.jsonl", "results.csv", "notes.jsonl", "expected.txt", "config.json",
            "summary.md", "plots.gp", "bandwidth.png", "latency_cdf.png", "busbw_ranks.png",
-           "cpu_per_gib.png", "growth.png")
+           "cpu_per_gib.png", "growth.png", "results_plots.gp")
 
 
 def cmd_clean(args):

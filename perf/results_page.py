@@ -254,6 +254,17 @@ def size_tics(sizes):
     return ", ".join('"%s" %d' % (C.human_size(n).replace(" ", ""), n) for n in sorted(sizes))
 
 
+def size_axes(sizes, xlabel, ylabel, logy=False):
+    """gnuplot lines for a plot against size: a log2 x axis labelled at each size measured."""
+    return """set logscale x 2
+%sset xrange [%d:%d]
+set xtics (%s) rotate by -45
+set xlabel '%s'
+set ylabel '%s'
+""" % ("set logscale y 10\n" if logy else "set yrange [0:*]\n", max(1, min(sizes) // 2),
+       max(sizes) * 2, size_tics(sizes), xlabel, ylabel)
+
+
 def plot_latency(recs, cfg):
     mtu0 = (cfg.get("mtus") or [1500])[0]
     text, series, sizes = "", [], set()
@@ -284,14 +295,9 @@ def plot_latency(recs, cfg):
         return None
     return text + """set output 'latency.svg'
 set title 'Round trip (ping-pong p50) against message size, veth, MTU %d'
-set logscale xy
-set xrange [%d:%d]
-set xtics (%s) rotate by -45
-set xlabel 'message size'
-set ylabel 'round trip p50 (us)'
-set key top left
+%sset key top left
 plot %s
-""" % (mtu0, max(1, min(sizes) // 2), max(sizes) * 2, size_tics(sizes),
+""" % (mtu0, size_axes(sizes, "message size", "round trip p50 (us)", logy=True),
        ", \\\n     ".join(series))
 
 
@@ -325,16 +331,10 @@ def plot_bandwidth(recs, cfg):
         return None
     return text + """set output 'bandwidth.svg'
 set multiplot layout 1,%d title 'One-way goodput against message size, 1 connection, veth'
-set logscale x 2
-set xrange [%d:%d]
-set xtics (%s) rotate by -45
-set xlabel 'message size'
-set ylabel 'Gbit/s'
-set yrange [0:*]
-set offsets 0, 0, graph 0.45, 0
+%sset offsets 0, 0, graph 0.45, 0
 set key top left
 %sunset multiplot
-""" % (len(panels), min(sizes) // 2, max(sizes) * 2, size_tics(sizes), "".join(panels))
+""" % (len(panels), size_axes(sizes, "message size", "Gbit/s"), "".join(panels))
 
 
 def plot_allreduce(recs, cfg):
@@ -353,15 +353,9 @@ def plot_allreduce(recs, cfg):
         return None
     return text + """set output 'allreduce.svg'
 set title 'All-reduce bus bandwidth against size (slowest rank), ranks on one bridge'
-set logscale x 2
-set xrange [%d:%d]
-set xtics (%s) rotate by -45
-set xlabel 'bytes reduced'
-set ylabel 'busbw (GB/s)'
-set yrange [0:*]
-set key outside right
+%sset key outside right
 plot %s
-""" % (min(sizes) // 2, max(sizes) * 2, size_tics(sizes), ", \\\n     ".join(series))
+""" % (size_axes(sizes, "bytes reduced", "busbw (GB/s)"), ", \\\n     ".join(series))
 
 
 def draw(run_dir, plot_dir, recs, cfg):
