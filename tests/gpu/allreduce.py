@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One rank of an all-reduce through torch.distributed's NCCL backend (run by nccl_allreduce.sh).
+"""One rank of an all-reduce or all-gather through torch.distributed's NCCL backend (run by
+nccl_allreduce.sh).
 
-Each rank fills a float32 tensor on its GPU with rank + 1, all-reduces it (sum) a few times per
-size, checks every element came back as n(n+1)/2, and prints one JSON line per size with the
-bus bandwidth as nccl-tests computes it (algbw x 2(n-1)/n). Exits 1 if a result was wrong.
+all-reduce: each rank fills a float32 tensor on its GPU with rank + 1, all-reduces it (sum) a few
+times per size, checks every element came back as n(n+1)/2. all-gather: each rank gathers every
+rank's size/n bytes, each part filled with its rank + 1, and checks each part. One JSON line per
+size with the bus bandwidth as nccl-tests computes it (algbw x 2(n-1)/n for all-reduce, algbw x
+(n-1)/n for all-gather, algbw = size / time). Exits 1 if a result was wrong.
 """
 import argparse
 import json
@@ -34,6 +37,7 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--label", default="")
+    ap.add_argument("--op", choices=("allreduce", "allgather"), default="allreduce")
     a = ap.parse_args()
 
     torch.cuda.set_device(0)  # both ranks share the one GPU: NCCL_HOSTID makes them two nodes
@@ -46,31 +50,45 @@ def main():
     n = a.world
     wrong = 0
     for size in a.sizes:
-        count = size // 4
+        count = max(size // 4 // n * n, n)  # all-gather: n equal parts
+        size = count * 4
         x = torch.empty(count, dtype=torch.float32, device="cuda")
+        part = torch.empty(count // n, dtype=torch.float32, device="cuda")
+
+        def once():
+            if a.op == "allreduce":
+                x.fill_(a.rank + 1)
+                dist.all_reduce(x)
+            else:
+                part.fill_(a.rank + 1)
+                dist.all_gather_into_tensor(x, part)
+
         for _ in range(a.warmup):
-            x.fill_(a.rank + 1)
-            dist.all_reduce(x)
+            once()
         torch.cuda.synchronize()
         dist.barrier()
         elapsed = 0.0
         for _ in range(a.iters):
-            x.fill_(a.rank + 1)
+            x.fill_(0)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            dist.all_reduce(x)
+            once()
             torch.cuda.synchronize()
             elapsed += time.perf_counter() - t0
-        want = n * (n + 1) / 2
-        bad = int((x != want).sum().item())
+        if a.op == "allreduce":
+            bad = int((x != n * (n + 1) / 2).sum().item())
+        else:
+            want = torch.arange(1, n + 1, dtype=torch.float32, device="cuda")
+            bad = int((x.view(n, -1) != want.view(n, 1)).sum().item())
         wrong += bad
         t = elapsed / a.iters
         algbw = size / t / 1e9
+        factor = 2 * (n - 1) / n if a.op == "allreduce" else (n - 1) / n
         print(json.dumps({
-            "schema": "harp-perf/1", "tool": "torch.distributed", "test": "allreduce",
+            "schema": "harp-perf/1", "tool": "torch.distributed", "test": a.op,
             "role": "rank", "label": a.label, "rank": a.rank, "nranks": n, "size": size,
             "iters": a.iters, "time_us": t * 1e6, "algbw_GBps": algbw,
-            "busbw_GBps": algbw * 2 * (n - 1) / n, "verified": bad == 0,
+            "busbw_GBps": algbw * factor, "verified": bad == 0,
             "nccl": ".".join(map(str, torch.cuda.nccl.version())),
             "net_plugin": os.environ.get("NCCL_NET_PLUGIN", ""),
         }), flush=True)

@@ -3,13 +3,23 @@
 #
 # Real NCCL through libnccl-net-harp.so, on a machine with one GPU: two ranks on that GPU made to
 # look like two nodes (NCCL_HOSTID differs per rank), each in its own network namespace, joined
-# by a veth pair. The all-reduce runs twice: with NCCL_NET_PLUGIN=harp, then with NCCL's own
-# socket transport; each result is checked and both bus bandwidths are printed side by side.
+# by a veth pair. All-reduce and all-gather (torch.distributed) run through four transports, one
+# after the other on the same veth:
+#   harp        NCCL_NET_PLUGIN=harp, host buffers (NCCL stages GPU data: HARP_CUDA off)
+#   harp-cuda   the same with HARP_CUDA=on: GPU buffers copied straight into harp's frames
+#               (NCCL_NET_GDR_LEVEL=SYS: veth has no PCI path, so NCCL would not use them)
+#   socket      NCCL's own socket transport at its defaults
+#   socket16    the same with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4
+# Each result is checked; NCCL_DEBUG=INFO lines prove which transport ran (and, for harp-cuda,
+# that NCCL used the plugin's GPU-memory path: GDRDMA); bus bandwidths print side by side.
 #
-#   tests/gpu/nccl_allreduce.sh [--sizes LIST] [--mtu N]
+#   tests/gpu/nccl_allreduce.sh [--sizes LIST] [--mtu N] [--cases LIST] [--ops LIST] [--out F]
+#     --sizes  default 1K,4K,16K,64K,256K,1M,4M,16M,64M,256M
+#     --cases  default harp,harp-cuda,socket,socket16   --ops  default allreduce,allgather
+#     --out    every rank's JSON lines (harp-perf/1 records), appended
 #
 # Needs root, a GPU, python3 with torch (CUDA), and a build with the plugin (BUILD_DIR, default
-# build). Exits 0 when both runs were right and harp's run used the plugin, 1 otherwise, 77 when
+# build). Exits 0 when every run was right and used the transport it names, 1 otherwise, 77 when
 # this machine cannot run it (no GPU, no torch). Not part of ctest: CI machines have no GPU.
 set -euo pipefail
 
@@ -18,11 +28,15 @@ root=$(cd "$here/../.." && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$root/tests/netns/lib.sh"
 
-sizes=1M,16M,128M mtu=1500
+sizes=1K,4K,16K,64K,256K,1M,4M,16M,64M,256M mtu=1500 cases=harp,harp-cuda,socket,socket16
+ops=allreduce,allgather out=""
 while (($#)); do
 	case $1 in
 	--sizes) sizes=${2:?} && shift ;;
 	--mtu) mtu=${2:?} && shift ;;
+	--cases) cases=${2:?} && shift ;;
+	--ops) ops=${2:?} && shift ;;
+	--out) out=${2:?} && shift ;;
 	*)
 		echo "nccl_allreduce: unknown argument '$1'" >&2
 		exit 2
@@ -49,10 +63,10 @@ fi
 harness_init gpu
 topo_pair "$mtu" 1 || exit
 
-# run_case NAME ENV...: both ranks with ENV added; their JSON lines in $tmp/NAME.rank*.out.
+# run_case NAME OP ENV...: both ranks with ENV added; their JSON lines in $tmp/NAME-OP.rank*.out.
 run_case() {
-	local name=$1 port=$((29500 + RANDOM % 1000)) r pid rc=0
-	shift
+	local name=$1-$2 op=$2 port=$((29500 + RANDOM % 1000)) r pid rc=0
+	shift 2
 	local rank_pids=()
 	for r in 0 1; do
 		local ns=$ns_a ifname=$if_a
@@ -64,7 +78,7 @@ run_case() {
 			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET LD_LIBRARY_PATH="$plugin_dir:${LD_LIBRARY_PATH:-}" \
 			"$@" HARP_IFNAME="=$ifname" \
 			python3 "$here/allreduce.py" --rank "$r" --world 2 --master "$ip_a" \
-			--port "$port" --sizes "$sizes" --label "$name" \
+			--port "$port" --sizes "$sizes" --label "$name" --op "$op" \
 			>"$tmp/$name.rank$r.out" 2>"$tmp/$name.rank$r.err"
 		rank_pids+=("$spawned_pid")
 		pids+=("$spawned_pid")
@@ -79,27 +93,77 @@ run_case() {
 	return "$rc"
 }
 
-fail=0
-run_case harp NCCL_NET_PLUGIN=harp || fail=1
-# The plugin must have carried the traffic, not NCCL's fallback.
-if ! grep -q 'Using network HARP' "$tmp/harp.rank0.err"; then
-	echo "nccl_allreduce: FAIL: rank 0 did not use the HARP network:"
-	grep -E 'NET/|Using network' "$tmp/harp.rank0.err" | head -n 10 | sed 's/^/    | /'
-	fail=1
-fi
-run_case socket NCCL_NET_PLUGIN=none NCCL_NET=Socket || fail=1
-grep -q 'Using network Socket' "$tmp/socket.rank0.err" ||
-	{ echo "nccl_allreduce: FAIL: the comparison run did not use NCCL's Socket transport"; fail=1; }
+# case_env NAME: the environment of a case (array env_of).
+env_of=()
+case_env() {
+	case $1 in
+	harp) env_of=(NCCL_NET_PLUGIN=harp) ;;
+	harp-cuda) env_of=(NCCL_NET_PLUGIN=harp HARP_CUDA=on NCCL_NET_GDR_LEVEL=SYS) ;;
+	socket) env_of=(NCCL_NET_PLUGIN=none NCCL_NET=Socket) ;;
+	socket16) env_of=(NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4
+		NCCL_NSOCKS_PERTHREAD=4) ;;
+	*)
+		echo "nccl_allreduce: no case '$1' (harp, harp-cuda, socket, socket16)" >&2
+		exit 2
+		;;
+	esac
+}
 
-python3 - "$tmp/harp.rank0.out" "$tmp/socket.rank0.out" <<'PY'
-import json, sys
-runs = [dict((r["size"], r) for r in map(json.loads, open(p))) for p in sys.argv[1:]]
-print(f"{'size':>12} {'harp busbw GB/s':>16} {'socket busbw GB/s':>18} {'ratio':>7}")
-for size in sorted(runs[0]):
-    h, s = runs[0][size], runs[1].get(size)
-    sb = s["busbw_GBps"] if s else float("nan")
-    print(f"{size:>12} {h['busbw_GBps']:>16.3f} {sb:>18.3f} {h['busbw_GBps'] / sb:>7.2f}"
-          f"{'' if h['verified'] and s and s['verified'] else '  WRONG RESULT'}")
+# proves NAME-OP: rank 0's log shows the transport the case names.
+proves() {
+	local log=$tmp/$1-$2.rank0.err want
+	case $1 in
+	harp | harp-cuda) want='Using network HARP' ;;
+	*) want='Using network Socket' ;;
+	esac
+	if ! grep -q "$want" "$log"; then
+		echo "nccl_allreduce: FAIL: $1 $2: rank 0's log has no '$want':"
+		grep -E 'NET/|Using network' "$log" | head -n 10 | sed 's/^/    | /'
+		return 1
+	fi
+	if [[ $1 == harp-cuda ]] && ! grep -q 'GDRDMA' "$log"; then
+		echo "nccl_allreduce: FAIL: harp-cuda $2: NCCL did not use the plugin's GPU memory" \
+			"path (no GDRDMA in its channel lines):"
+		grep -E 'HARP_CUDA|GDR|via NET' "$log" | head -n 10 | sed 's/^/    | /'
+		return 1
+	fi
+}
+
+fail=0
+IFS=, read -r -a case_list <<<"$cases"
+IFS=, read -r -a op_list <<<"$ops"
+for op in "${op_list[@]}"; do
+	for c in "${case_list[@]}"; do
+		case_env "$c"
+		run_case "$c" "$op" "${env_of[@]}" || fail=1
+		proves "$c" "$op" || fail=1
+	done
+done
+if [[ -n $out ]]; then
+	cat "$tmp"/*.rank*.out >>"$out"
+fi
+
+python3 - "$tmp" "$cases" "$ops" <<'PY'
+import json, os, sys
+tmp, cases, ops = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+for op in ops:
+    runs = {}
+    for c in cases:
+        path = os.path.join(tmp, "%s-%s.rank0.out" % (c, op))
+        runs[c] = dict((r["size"], r) for r in map(json.loads, open(path))) if os.path.exists(
+            path) else {}
+    sizes = sorted(set().union(*runs.values()))
+    print("%s, bus bandwidth GB/s (rank 0)" % op)
+    print("| bytes | " + " | ".join(cases) + " |")
+    print("|---|" + "---|" * len(cases))
+    for s in sizes:
+        cells = []
+        for c in cases:
+            r = runs[c].get(s)
+            cells.append("-" if not r else "%.3f%s" % (r["busbw_GBps"],
+                                                      "" if r["verified"] else " WRONG"))
+        print("| %d | %s |" % (s, " | ".join(cells)))
+    print()
 PY
 for f in "$tmp"/*.rank*.out; do
 	grep -q '"verified": false' "$f" && { echo "nccl_allreduce: FAIL: wrong result in $f"; fail=1; }
