@@ -224,7 +224,7 @@ static int cuda_copy(void *arg, int lane, enum harp_copy_dir dir, const struct h
 	cuda_err e;
 	int i, k;
 
-	(void)dir; /* cudaMemcpyDefault reads it from the pointers */
+	/* the direction is for the log: cudaMemcpyDefault reads it from the pointers */
 	if (!s || cuda_on_device()) {
 		return -EIO;
 	}

@@ -1289,6 +1289,14 @@ static struct harp_req *recv_covering(const struct harp_conn *c, uint32_t ssn)
 }
 
 /* Unsolicited message ssn (tag, len bytes at data) lands in r, the receive it falls to. */
+/* n bytes into a receive's buffer in device memory, through its engine's copies */
+static int body_to_device(void *conn, uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	struct harp_conn *c = conn;
+
+	return c->device ? c->device->copy_in(c->engine, dst, src, n) : -EIO;
+}
+
 static int unsol_place(struct harp_conn *c, struct harp_req *r, uint32_t ssn, uint32_t tag,
 		       const uint8_t *data, uint16_t len)
 {
@@ -1313,8 +1321,7 @@ static int unsol_place(struct harp_conn *c, struct harp_req *r, uint32_t ssn, ui
 		r->recv.err = -EMSGSIZE; /* the sender fails it too, once it learns the capacity */
 	} else {
 		if (len && (r->recv.device_mask & (1u << i))) {
-			int err = c->device ? c->device->copy_in(c->engine, r->recv.bufs[i],
-								 data, len) : -EIO;
+			int err = body_to_device(c, r->recv.bufs[i], data, len);
 
 			if (err) {
 				return err;
@@ -1388,13 +1395,6 @@ static int deliver_unsol(struct harp_conn *c, const struct wire_pkt *p)
 	}
 	c->stats.msgs_held++;
 	return 0;
-}
-
-static int body_to_device(void *conn, uint8_t *dst, const uint8_t *src, uint32_t n)
-{
-	struct harp_conn *c = conn;
-
-	return c->device ? c->device->copy_in(c->engine, dst, src, n) : -EIO;
 }
 
 static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)

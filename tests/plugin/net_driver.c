@@ -414,10 +414,8 @@ static int gpu_check(uint64_t sent, uint64_t verified)
 	 * into harp's memory) and then copied into GPU memory: at most GPU_HELD_MAX bytes. */
 	printf("cuda_failed_calls=%" PRIu64 "\n", r.failed_calls);
 	/* after a failure made on purpose (FAKE_CUDART_FAIL_AFTER), copies may be left queued */
-	if (r.failed_calls) {
-		r.dropped = 0;
-	}
-	if (r.host_unregistered_max > GPU_HELD_MAX || r.bad_direction || r.dropped) {
+	if (r.host_unregistered_max > GPU_HELD_MAX || r.bad_direction ||
+	    (r.dropped && !r.failed_calls)) {
 		fail("GPU copies: %" PRIu64 " to or from unregistered host memory (a second copy; "
 		     "the longest %" PRIu64 " bytes, above %d), %" PRIu64 " not between GPU and "
 		     "host, %" PRIu64 " never waited for",
