@@ -1288,7 +1288,6 @@ static struct harp_req *recv_covering(const struct harp_conn *c, uint32_t ssn)
 	return NULL;
 }
 
-/* Unsolicited message ssn (tag, len bytes at data) lands in r, the receive it falls to. */
 /* n bytes into a receive's buffer in device memory, through its engine's copies */
 static int body_to_device(void *conn, uint8_t *dst, const uint8_t *src, uint32_t n)
 {
@@ -1297,6 +1296,7 @@ static int body_to_device(void *conn, uint8_t *dst, const uint8_t *src, uint32_t
 	return c->device ? c->device->copy_in(c->engine, dst, src, n) : -EIO;
 }
 
+/* Unsolicited message ssn (tag, len bytes at data) lands in r, the receive it falls to. */
 static int unsol_place(struct harp_conn *c, struct harp_req *r, uint32_t ssn, uint32_t tag,
 		       const uint8_t *data, uint16_t len)
 {

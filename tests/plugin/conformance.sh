@@ -433,7 +433,8 @@ run_peer_kill() {
 		report "$name: the client printed no time_to_error_ms"
 	elif ((err_ms < min_ms || err_ms - excused > max_ms)); then
 		report "$name: a request failed $err_ms ms after SIG$sig," \
-			"expected $min_ms..$max_ms ms (the upper bound less $excused ms the client was off CPU)"
+			"expected $min_ms..$max_ms ms" \
+			"(the upper bound less $excused ms the client was off CPU)"
 	fi
 	echo "conformance: case=$name time_to_error_ms=$err_ms client_exit_ms=$ms" \
 		"client_stall_ms=${stall_ms:-0} (cpu ${stall_cpu:-0} ms;" \
