@@ -92,8 +92,30 @@ int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agen
 
 static _Atomic uint32_t agent_seq;
 
+/*
+ * Reads and passes over what waits on fd before a new request goes: answers to requests that
+ * timed out. Left unread, each stays charged to the agent's send buffer, and a full one stalls
+ * the agent's answers to us. A bounded number, so a flooding peer cannot hold us here.
+ */
+static void agent_drain(int fd)
+{
+	struct harp_agent_msg late;
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		ssize_t n = recv(fd, &late, sizeof(late), MSG_DONTWAIT);
+
+		if (n <= 0) {
+			return; /* nothing waits, or the end, which the request finds */
+		}
+		pr_debug("node agent: passed over a late answer (request %u, op %u)", late.seq,
+			 late.op);
+	}
+}
+
 int agent_post(int fd, struct harp_agent_msg *req)
 {
+	agent_drain(fd);
 	req->seq = atomic_fetch_add_explicit(&agent_seq, 1, memory_order_relaxed) + 1;
 	if (send(fd, req, sizeof(*req), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*req)) {
 		return -errno;
@@ -110,6 +132,10 @@ int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_a
 	size_t got;
 	int err, wait_ms, n;
 
+	/* HELLO comes first, and what waits then is an agent turning us away, saying why */
+	if (req->op != HARP_AGENT_HELLO) {
+		agent_drain(fd);
+	}
 	req->seq = atomic_fetch_add_explicit(&agent_seq, 1, memory_order_relaxed) + 1;
 	err = agent_send(fd, req, pass_fd);
 	if (err && err != -EPIPE && err != -ECONNRESET) {

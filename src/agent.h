@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 2, and its client.
+ * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 3, and its client.
  *
  * harp-agent runs beside harp-attach on a prepared node and serves a Unix socket of type
  * SOCK_SEQPACKET: one message per packet, each a struct harp_agent_msg in both directions,
- * the answer always of the request's op. A harp process that may not call bpf() (a pod under
- * its runtime's default seccomp profile) says HELLO with its interface, then hands each bound
- * AF_XDP socket over with ENTER (the descriptor travels as SCM_RIGHTS); the agent enters it in
- * the pinned XSKMAP and records the process as the queue's holder, and forgets those records
- * when the connection closes (the kernel takes a closed socket out of the map by itself).
- * COUNTERS, PROBE, FORGET and OWNER read or clear the other pinned maps for it. Both ends
+ * the answer always of the request's op (every op but FORGET is answered). A harp process that
+ * may not call bpf() (a pod under its runtime's default seccomp profile) says HELLO with its
+ * interface, then hands each bound AF_XDP socket over with ENTER (the descriptor travels as
+ * SCM_RIGHTS); the agent enters it in the pinned XSKMAP and records the process as the queue's
+ * holder, and forgets those records when the connection closes (the kernel takes a closed
+ * socket out of the map by itself). COUNTERS, PROBE, FORGET and OWNER read or clear the other
+ * pinned maps for it. Both ends
  * check what they receive with ctrlmsg_agent_check (ctrlmsg.h).
  */
 #ifndef HARP_AGENT_H
@@ -23,8 +24,9 @@
 
 #define HARP_AGENT_MAGIC 0x68617270u /* "harp" */
 /* 2: seq, a request's number echoed in its answer (a late answer to an abandoned request was
- * read as the next one's) */
-#define HARP_AGENT_VERSION 2
+ * read as the next one's). 3: FORGET is not answered (answers nobody read piled up in the
+ * agent's send buffer until the agent dropped the client, and its queues with it). */
+#define HARP_AGENT_VERSION 3
 #define HARP_AGENT_TEXT 196
 
 enum harp_agent_op {
@@ -33,7 +35,7 @@ enum harp_agent_op {
 	HARP_AGENT_LEAVE,     /* queue: out of the XSKMAP and the holders' record */
 	HARP_AGENT_COUNTERS,  /* -> value[0..HARP_XDP_COUNTER_MAX-1], summed over the CPUs */
 	HARP_AGENT_PROBE,     /* conn_id, token -> value[0]: the probe_queues entry, 0 if none */
-	HARP_AGENT_FORGET,    /* conn_id, token: the probe_queues entry deleted */
+	HARP_AGENT_FORGET,    /* conn_id, token: the probe_queues entry deleted; no answer */
 	HARP_AGENT_OWNER,     /* queue -> owner: the recorded holder (pid 0: none) */
 	HARP_AGENT_OP_END,
 };
@@ -83,8 +85,8 @@ int agent_connect(const char *path, const char *ifname, struct harp_agent_msg *h
  * answer to an earlier request, which timed out, is read and passed over. 0 or -errno.
  */
 int agent_call(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp);
-/* Client: req out, numbered, without waiting (not even for room to send: -EAGAIN); its answer
- * is passed over by a later agent_call. For requests whose answer says nothing needed. */
+/* Client: req out, numbered, without waiting (not even for room to send: -EAGAIN), for a
+ * request the agent does not answer (FORGET). Late answers waiting to be read go first. */
 int agent_post(int fd, struct harp_agent_msg *req);
 /* The same, waiting timeout_ms for the answer rather than the agent's usual 5 s. */
 int agent_call_ms(int fd, struct harp_agent_msg *req, int pass_fd, struct harp_agent_msg *resp,

@@ -11,24 +11,35 @@
  * Only processes of uid 0 and of each --allow-uid are served (SO_PEERCRED); the socket is made
  * mode 0660, or 0666 with --allow-uid so that those uids can connect at all. A process of
  * another uid gets one answer saying so, and is closed at once. A client must say HELLO within
- * 2 s; one uid holds at most --max-per-uid (64) connections and all together --max-clients
- * (256), a newcomer over either limit making room by dropping the oldest client still silent. A process's queues are its own while its connection lasts: another asking for one
- * is refused with the holder named, and the holder's records go when its connection closes.
- * SIGTERM or SIGINT end it, removing the socket. Prints one line per event on stderr.
+ * 2 s; one uid holds at most --max-per-uid (64) connections from one pid namespace (a pod) and
+ * all together --max-clients (256), a newcomer over either limit making room by dropping the
+ * oldest client still silent. A process's queues are its own while its connection lasts:
+ * another asking for one is refused with the holder named, and the holder's records go when its
+ * connection closes. A client that reads its answers slowly holds up itself alone; one is only
+ * dropped when its connection is gone, or for a bad message while it holds no queue. Nothing a
+ * neighbour sends can hold the single serving thread for long: one message of each client a
+ * round, a few of a client turned away, and descriptors clients pass released by a thread of
+ * their own. SIGTERM or SIGINT end it, removing the socket. Prints one line per event on stderr
+ * (those clients cause, 20 a second of each kind at most).
  */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -48,23 +59,50 @@
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
+/* Linux 6.5 and 6.11 (uapi asm-generic/socket.h, linux/pidfd.h); Debian 12's headers are older */
+#define AGENT_SO_PEERPIDFD 77
+#define AGENT_PIDFD_GET_PID_NAMESPACE _IO(0xFF, 5)
 
 #define MAX_IFACES 16
 
+/*
+ * A prepared interface as the agent opened it. The XSKMAP's id names the pins: an interface
+ * prepared again (harp-attach down and up, or re-created) has new maps under the same name and
+ * is a new iface. Held by reference, the table's while listed and each client's: one prepared
+ * again leaves the table but lives on for the clients that said HELLO to it, whose LEAVEs (and
+ * closes) still touch its maps alone, never another interface's.
+ */
 struct iface {
 	char name[IF_NAMESIZE];
 	int xsks, counters, config, probes, owners; /* pinned maps; probes/owners may be -1 */
 	struct harp_xdp_config cfg;
+	uint32_t xsks_id;
+	int refs;
+	bool stale; /* prepared again since: its maps steer nothing now */
 };
 
 struct client {
 	int fd;
 	pid_t pid; /* SO_PEERCRED, in the agent's pid namespace (0: not visible from it) */
 	uid_t uid;
+	uint64_t pidns;	   /* its pid namespace (inode; 0: unknown), what sets pods apart */
 	uint64_t since_ms; /* accepted then (CLOCK_MONOTONIC) */
-	struct iface *ifc; /* after HELLO */
+	struct iface *ifc; /* after HELLO; a reference */
 	uint64_t queues;   /* bit q: it entered queue q */
 	struct harp_queue_owner owner; /* the agent's record of it (owner_record) */
+	/* an answer its socket had no room for (the client reads slowly): sent first, and its
+	 * requests wait meanwhile, so a slow reader holds up itself alone and is never dropped */
+	struct harp_agent_msg answer;
+	bool answer_waits;
+	unsigned bad_msgs; /* bad messages it sent while holding queues */
+};
+
+/* At most LOG_BURST lines a second of one kind that clients cause, the rest counted and said
+ * later: a client (or a stranger, with --allow-uid) cannot flood the log. */
+#define LOG_BURST 20
+struct log_limit {
+	uint64_t second;
+	unsigned lines, held;
 };
 
 /* A client must say HELLO this soon after connecting, or it goes: idle ones must not fill the
@@ -75,14 +113,16 @@ static struct {
 	const char *socket_path, *pin_root;
 	uid_t allowed[16];
 	int nallowed, max_clients, max_per_uid;
-	struct iface ifaces[MAX_IFACES];
+	struct iface *ifaces[MAX_IFACES];
 	int nifaces;
 	struct client *clients;
 	int nclients;
 	bool diag_said; /* said once that this kernel cannot tell where a socket is bound */
+	struct log_limit log_refused, log_dropped, log_bad;
+	int release_pipe; /* descriptors clients passed go here, closed by the releasing thread */
 	volatile sig_atomic_t stop;
 } A = { .socket_path = "/run/harp/agent.sock", .pin_root = "/sys/fs/bpf/harp",
-	.max_clients = 256, .max_per_uid = 64 };
+	.max_clients = 256, .max_per_uid = 64, .release_pipe = -1 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -94,6 +134,44 @@ static void say(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* A line of a kind that clients cause: said if fewer than LOG_BURST of its kind were this
+ * second, else counted, and the count said with the next one that is. */
+static void say_limited(struct log_limit *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void say_limited(struct log_limit *l, const char *fmt, ...)
+{
+	uint64_t second = now_ms() / 1000;
+	char line[512];
+	va_list ap;
+
+	if (second != l->second) {
+		l->second = second;
+		l->lines = 0;
+	}
+	if (l->lines++ >= LOG_BURST) {
+		l->held++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (l->held) {
+		say("%s (and %u lines like it held back, over %d a second)", line, l->held,
+		    LOG_BURST);
+		l->held = 0;
+	} else {
+		say("%s", line);
+	}
 }
 
 static void on_signal(int sig)
@@ -144,20 +222,86 @@ static int open_pin(const char *dir, const char *name, bool optional)
 	return fd;
 }
 
-static void iface_close(struct iface *f)
+static void iface_put(struct iface *f)
 {
 	int *fds[] = { &f->xsks, &f->counters, &f->config, &f->probes, &f->owners };
 	size_t i;
 
+	if (--f->refs > 0) {
+		return;
+	}
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
 		}
-		*fds[i] = -1;
 	}
+	free(f);
 }
 
-/* The pinned maps of ifname, opened once and checked against the interface as it is now. */
+/* The id of the map pinned at dir/name; 0 when there is none (or it cannot be read). */
+static uint32_t pin_id(const char *dir, const char *name)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = open_pin(dir, name, true);
+
+	if (fd < 0) {
+		return 0;
+	}
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		info.id = 0;
+	}
+	close(fd);
+	return info.id;
+}
+
+/* Opens the pinned maps of ifname, checked against the interface as it is now; NULL with the
+ * refusal in resp. */
+static struct iface *iface_open(const char *ifname, int ifindex, struct harp_agent_msg *resp)
+{
+	char dir[PATH_MAX];
+	struct iface *f;
+	__u32 key = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s", A.pin_root, ifname);
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		refuse(resp, -ENOMEM, "the agent is out of memory");
+		return NULL;
+	}
+	f->refs = 1;
+	snprintf(f->name, sizeof(f->name), "%s", ifname);
+	f->xsks = open_pin(dir, "xsks_map", false);
+	f->counters = open_pin(dir, "counters", false);
+	f->config = open_pin(dir, "harp_config", false);
+	f->probes = open_pin(dir, "probe_queues", true);
+	f->owners = open_pin(dir, "queue_owners", true);
+	f->xsks_id = pin_id(dir, "xsks_map");
+	if (f->xsks < 0 || f->counters < 0 || f->config < 0 || !f->xsks_id ||
+	    bpf_map_lookup_elem(f->config, &key, &f->cfg)) {
+		iface_put(f);
+		refuse(resp, -ENODEV,
+		       "%s is not prepared (no complete pin directory %s): run `harp-attach up %s` "
+		       "on the node",
+		       ifname, dir, ifname);
+		return NULL;
+	}
+	if ((int)f->cfg.ifindex != ifindex) {
+		refuse(resp, -ESTALE,
+		       "the pins at %s were made for interface index %u, but %s is index %d now: run "
+		       "`harp-attach up %s` again",
+		       dir, f->cfg.ifindex, ifname, ifindex, ifname);
+		iface_put(f);
+		return NULL;
+	}
+	return f;
+}
+
+/*
+ * The pinned maps of ifname, for a client's HELLO: a new reference to the iface the table has
+ * for it while its pins are the same maps and its index the same interface; otherwise that one
+ * leaves the table (its clients keep it) and the pins are opened anew.
+ */
 static struct iface *iface_get(const char *ifname, struct harp_agent_msg *resp)
 {
 	char dir[PATH_MAX];
@@ -170,49 +314,34 @@ static struct iface *iface_get(const char *ifname, struct harp_agent_msg *resp)
 		refuse(resp, -ENODEV, "no interface %s in the agent's network namespace", ifname);
 		return NULL;
 	}
+	snprintf(dir, sizeof(dir), "%s/%s", A.pin_root, ifname);
 	for (i = 0; i < A.nifaces; i++) {
-		f = &A.ifaces[i];
+		f = A.ifaces[i];
 		if (strcmp(f->name, ifname)) {
 			continue;
 		}
-		if (!bpf_map_lookup_elem(f->config, &key, &f->cfg) && (int)f->cfg.ifindex == ifindex) {
+		if (!bpf_map_lookup_elem(f->config, &key, &f->cfg) &&
+		    (int)f->cfg.ifindex == ifindex && pin_id(dir, "xsks_map") == f->xsks_id) {
+			f->refs++;
 			return f;
 		}
-		iface_close(f); /* re-prepared since: open the pins again */
-		*f = A.ifaces[--A.nifaces];
+		say("%s was prepared again (its pins are other maps now): new clients get the new "
+		    "ones, and its %d client(s) keep theirs", f->name, f->refs - 1);
+		f->stale = true;
+		A.ifaces[i] = A.ifaces[--A.nifaces];
+		iface_put(f);
 		break;
 	}
 	if (A.nifaces == MAX_IFACES) {
 		refuse(resp, -ENOSPC, "the agent serves %d interfaces at most", MAX_IFACES);
 		return NULL;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", A.pin_root, ifname);
-	f = &A.ifaces[A.nifaces];
-	memset(f, 0, sizeof(*f));
-	snprintf(f->name, sizeof(f->name), "%s", ifname);
-	f->xsks = open_pin(dir, "xsks_map", false);
-	f->counters = open_pin(dir, "counters", false);
-	f->config = open_pin(dir, "harp_config", false);
-	f->probes = open_pin(dir, "probe_queues", true);
-	f->owners = open_pin(dir, "queue_owners", true);
-	if (f->xsks < 0 || f->counters < 0 || f->config < 0 ||
-	    bpf_map_lookup_elem(f->config, &key, &f->cfg)) {
-		iface_close(f);
-		refuse(resp, -ENODEV,
-		       "%s is not prepared (no complete pin directory %s): run `harp-attach up %s` "
-		       "on the node",
-		       ifname, dir, ifname);
+	f = iface_open(ifname, ifindex, resp);
+	if (!f) {
 		return NULL;
 	}
-	if ((int)f->cfg.ifindex != ifindex) {
-		iface_close(f);
-		refuse(resp, -ESTALE,
-		       "the pins at %s were made for interface index %u, but %s is index %d now: run "
-		       "`harp-attach up %s` again",
-		       dir, f->cfg.ifindex, ifname, ifindex, ifname);
-		return NULL;
-	}
-	A.nifaces++;
+	A.ifaces[A.nifaces++] = f;
+	f->refs++;
 	return f;
 }
 
@@ -398,36 +527,25 @@ static void owner_record(const struct client *c, const struct harp_agent_msg *re
 }
 
 /*
- * Does the holders' map name a live process, not one of the agent's clients, as queue key's
- * holder (a process that bound it through the pins)? Then refused, into resp. Liveness is told
- * only where the holder's pid namespace is the agent's; a record from elsewhere is taken as
- * stale, since it cannot be told from one whose process died.
+ * ENTER of key found another live socket in the XSKMAP entry: refused, naming the holder the
+ * holders' map records (a process that bound the queue through the pins, or one whose record
+ * outlived it while something else holds the queue now).
  */
-static bool held_elsewhere(const struct client *c, __u32 key, struct harp_agent_msg *resp)
+static int refuse_held(const struct client *c, __u32 key, struct harp_agent_msg *resp)
 {
-	struct harp_queue_owner o;
+	struct harp_queue_owner o = { 0 };
 	struct stat st;
-	int i;
+	bool here;
 
 	if (c->ifc->owners < 0 || bpf_map_lookup_elem(c->ifc->owners, &key, &o) || !o.pid) {
-		return false;
-	}
-	for (i = 0; i < A.nclients; i++) {
-		const struct client *k = &A.clients[i];
-
-		if (k->ifc == c->ifc && (k->queues >> key & 1) && k->owner.pid == o.pid &&
-		    k->owner.pidns == o.pidns) {
-			return false; /* the agent's own record: holder_of judges it */
-		}
-	}
-	if (stat("/proc/self/ns/pid", &st) || (uint32_t)st.st_ino != o.pidns ||
-	    (kill((pid_t)o.pid, 0) && errno == ESRCH)) {
-		return false;
+		return refuse(resp, -EBUSY, "queue %u of %s holds a live AF_XDP socket of a "
+			      "process harp has no record of", key, c->ifc->name);
 	}
 	o.comm[sizeof(o.comm) - 1] = '\0';
-	refuse(resp, -EBUSY, "queue %u of %s is held by pid %u (%s), bound through the pinned "
-	       "maps", key, c->ifc->name, o.pid, o.comm);
-	return true;
+	here = !stat("/proc/self/ns/pid", &st) && (uint32_t)st.st_ino == o.pidns;
+	return refuse(resp, -EBUSY, "queue %u of %s is held by pid %u (%s)%s, bound through the "
+		      "pinned maps: its socket is live in the XSKMAP", key, c->ifc->name, o.pid,
+		      o.comm, here ? "" : " of another pid namespace");
 }
 
 static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
@@ -449,6 +567,12 @@ static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
 		return refuse(resp, -ERANGE, "queue %u is beyond the XSKMAP's %d entries", req->queue,
 			      HARP_XDP_MAX_QUEUES);
 	}
+	if (c->ifc->stale) {
+		return refuse(resp, -ESTALE, "%s was prepared again after this process said HELLO: "
+			      "the maps it said HELLO to steer nothing now; connect to the agent "
+			      "again",
+			      c->ifc->name);
+	}
 	/* The socket must be bound where its key sends packets: one bound elsewhere (or not at
 	 * all) would take the traffic of a queue another process holds through the pins. */
 	err = xsk_binding(fd, &bound_if, &bound_q);
@@ -456,14 +580,13 @@ static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
 		return refuse(resp, -EINVAL, "ENTER's AF_XDP socket is not bound to a queue");
 	}
 	if (err == -EOPNOTSUPP) {
-		/* the kernel cannot say: the holders' map must, where it names a live process */
+		/* the kernel cannot say; the XSKMAP itself still says whether the entry holds
+		 * another live socket (below) */
 		if (!A.diag_said) {
 			say("this kernel has no sock_diag for AF_XDP (xsk_diag): where an ENTERed socket "
-			    "is bound goes unchecked; only a live holder in the holders' map is");
+			    "is bound goes unchecked; a queue whose entry holds another live "
+			    "socket is refused");
 			A.diag_said = true;
-		}
-		if (held_elsewhere(c, key, resp)) {
-			return resp->status;
 		}
 	} else if (err) {
 		return refuse(resp, err, "the kernel does not say where ENTER's socket is bound "
@@ -478,7 +601,17 @@ static int op_enter(struct client *c, const struct harp_agent_msg *req, int fd,
 		return refuse(resp, -EBUSY, "queue %u of %s is held by pid %u (%.16s) of this node",
 			      req->queue, c->ifc->name, other->owner.pid, other->owner.comm);
 	}
-	if (bpf_map_update_elem(c->ifc->xsks, &key, &fd, 0)) {
+	/*
+	 * BPF_NOEXIST: the kernel will not replace another socket in the entry, and takes the same
+	 * socket again as a success (a holder entering again after the agent restarted). Closed
+	 * sockets leave the map by themselves, so an entry is taken exactly while its holder's
+	 * socket lives, whatever pid namespace the holder runs in: nothing a client says, and
+	 * nothing a pid can fake, decides it.
+	 */
+	if (bpf_map_update_elem(c->ifc->xsks, &key, &fd, BPF_NOEXIST)) {
+		if (errno == EEXIST) {
+			return refuse_held(c, key, resp);
+		}
 		return refuse(resp, -errno, "entering the socket of %s queue %u failed: %s",
 			      c->ifc->name, req->queue, strerror(errno));
 	}
@@ -512,13 +645,136 @@ static int op_counters(struct client *c, struct harp_agent_msg *resp)
 	return 0;
 }
 
-/* One request of c, answered in resp. A descriptor that came with it is closed here. */
-static void serve(struct client *c, const struct harp_agent_msg *req, int fd,
+/* ---- descriptors clients pass ---------------------------------------------------------------- */
+
+/*
+ * Closing a descriptor a client passed can block: a TCP socket with SO_LINGER and unsent data
+ * waits out its linger time in close(), if ours is the last reference. So whatever a client
+ * passes is given up off the serving thread: the releasing thread turns lingering off (a
+ * socket's close then returns at once) and closes it. Should that thread fall a pipe's worth
+ * behind, the serving thread does the same itself.
+ */
+static void linger_off_close(int fd)
+{
+	struct linger off = { 0 };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off)); /* ENOTSOCK: not one */
+	close(fd);
+}
+
+static void *releaser(void *arg)
+{
+	int from = (int)(intptr_t)arg, fd;
+
+	while (read(from, &fd, sizeof(fd)) == (ssize_t)sizeof(fd)) {
+		linger_off_close(fd);
+	}
+	close(from);
+	return NULL;
+}
+
+static void release_fd(int fd)
+{
+	if (fd >= 0 &&
+	    (A.release_pipe < 0 || write(A.release_pipe, &fd, sizeof(fd)) != sizeof(fd))) {
+		linger_off_close(fd);
+	}
+}
+
+/* The releasing thread and its pipe (the write end non-blocking, so a stuck thread costs the
+ * serving thread nothing but doing the work itself). */
+static int releaser_start(void)
+{
+	sigset_t all, old;
+	pthread_t t;
+	int p[2], err;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		return -errno;
+	}
+	(void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+	(void)fcntl(p[1], F_SETFL, O_NONBLOCK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* signals are the serving thread's */
+	err = pthread_create(&t, NULL, releaser, (void *)(intptr_t)p[0]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(p[0]);
+		close(p[1]);
+		return -err;
+	}
+	pthread_detach(t);
+	A.release_pipe = p[1];
+	return 0;
+}
+
+/* SCM_MAX_FD: the most one message carries. Room for them all, so that the kernel never drops
+ * the ones that did not fit, closing them in this thread. */
+#define PASSED_MAX 253
+
+/*
+ * One message from a client's socket into m, *len its size (0: the other end closed). Of the
+ * descriptors that came with it, one is left in *passed where passed is not NULL; every other
+ * is released. More than that one, or a message longer than m: -EBADMSG. 0 or -errno.
+ */
+static int take_msg(int fd, struct harp_agent_msg *m, size_t *len, int *passed)
+{
+	union {
+		struct cmsghdr align;
+		char bytes[CMSG_SPACE(PASSED_MAX * sizeof(int))];
+	} cbuf;
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.bytes,
+			     .msg_controllen = sizeof(cbuf.bytes) };
+	struct cmsghdr *cm;
+	int nfds = 0, one = -1, i, k, got;
+	ssize_t n;
+
+	*len = 0;
+	if (passed) {
+		*passed = -1;
+	}
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0) {
+		return -errno;
+	}
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+			continue;
+		}
+		k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < k; i++) {
+			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (!nfds++ && passed) {
+				one = got;
+			} else {
+				release_fd(got);
+			}
+		}
+	}
+	if (nfds > 1 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		release_fd(one);
+		return -EBADMSG;
+	}
+	if (passed) {
+		*passed = one;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+/*
+ * One request of c, its answer into resp; false when the op is not answered (FORGET). The
+ * descriptor that came with it is released here (the XSKMAP keeps no reference of ours: a
+ * socket leaves the map when its owner closes it).
+ */
+static bool serve(struct client *c, const struct harp_agent_msg *req, int fd,
 		  struct harp_agent_msg *resp)
 {
 	struct harp_xdp_probe_key pk = { .token = htobe64(req->token),
 					 .conn_id = htonl(req->conn_id) };
 	__u32 key = req->queue;
+	bool answer = true;
 
 	if (req->op != HARP_AGENT_HELLO && !c->ifc) {
 		refuse(resp, -EPROTO, "op %u before HELLO", req->op);
@@ -563,6 +819,7 @@ static void serve(struct client *c, const struct harp_agent_msg *req, int fd,
 		if (c->ifc->probes >= 0) {
 			(void)bpf_map_delete_elem(c->ifc->probes, &pk);
 		}
+		answer = false; /* posted without waiting: an answer would only pile up unread */
 		break;
 	case HARP_AGENT_OWNER:
 		if (req->queue < HARP_XDP_MAX_QUEUES && c->ifc->owners >= 0) {
@@ -571,34 +828,54 @@ static void serve(struct client *c, const struct harp_agent_msg *req, int fd,
 		break;
 	}
 out:
-	if (fd >= 0) {
-		close(fd); /* the map keeps no reference: the socket leaves it when its owner closes it */
-	}
+	release_fd(fd);
+	return answer;
 }
 
+/* The queues c holds, as a list ("0,3"), into buf. */
+static const char *queue_list(const struct client *c, char *buf, size_t len)
+{
+	size_t n = 0;
+	int q;
+
+	buf[0] = '\0';
+	for (q = 0; q < HARP_XDP_MAX_QUEUES && n < len; q++) {
+		if (c->queues >> q & 1) {
+			n += (size_t)snprintf(buf + n, len - n, "%s%d", n ? "," : "", q);
+		}
+	}
+	return buf;
+}
+
+/*
+ * Client i goes: its records, and the entries it wrote in the XSKMAP, with it. Only a client
+ * whose connection is gone, or one that holds no queue, is ever dropped; a client that held
+ * queues is said unlimited, with the reason and the queues.
+ */
 static void drop_client(int i, const char *why)
 {
 	struct client *c = &A.clients[i];
+	char held[200];
 	int q;
 
+	queue_list(c, held, sizeof(held));
 	for (q = 0; q < HARP_XDP_MAX_QUEUES; q++) {
 		if (c->queues >> q & 1) {
 			leave(c, q);
 		}
 	}
-	if (why) {
-		say("pid %d (uid %u): %s; its records are gone", c->pid, c->uid, why);
+	if (why && held[0]) {
+		say("pid %d (uid %u): %s; it held queue(s) %s of %s, whose records and entries are "
+		    "gone", c->pid, c->uid, why, held, c->ifc->name);
+	} else if (why) {
+		say_limited(&A.log_dropped, "pid %d (uid %u): %s; its records are gone", c->pid,
+			    c->uid, why);
+	}
+	if (c->ifc) {
+		iface_put(c->ifc);
 	}
 	close(c->fd);
 	A.clients[i] = A.clients[--A.nclients];
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /*
@@ -609,7 +886,9 @@ static void turn_away(int fd, int err, const char *fmt, ...) __attribute__((form
 static void turn_away(int fd, int err, const char *fmt, ...)
 {
 	struct harp_agent_msg resp;
+	size_t got;
 	va_list ap;
+	int i;
 
 	agent_msg_init(&resp, HARP_AGENT_HELLO);
 	resp.status = err;
@@ -618,21 +897,23 @@ static void turn_away(int fd, int err, const char *fmt, ...)
 	va_end(ap);
 	(void)agent_send(fd, &resp, -1);
 	/* what it sent already is read and dropped: closed with it unread, the socket would
-	 * reset the client's, which then reports that before it reads the answer */
-	while (recv(fd, &resp, sizeof(resp), MSG_DONTWAIT) > 0) {
+	 * reset the client's, which then reports that before it reads the answer. A few
+	 * messages at most: one that keeps writing must not keep the agent here. */
+	for (i = 0; i < 4 && !take_msg(fd, &resp, &got, NULL) && got; i++) {
 	}
 	close(fd);
 }
 
-/* The oldest client (of uid, unless uid is -1) that has not said HELLO yet; -1 if none. */
-static int oldest_silent(long long uid)
+/* The oldest client (of uid and pid namespace pidns, unless uid is -1) that has not said HELLO
+ * yet; -1 if none. */
+static int oldest_silent(long long uid, uint64_t pidns)
 {
 	int i, best = -1;
 
 	for (i = 0; i < A.nclients; i++) {
 		const struct client *c = &A.clients[i];
 
-		if (!c->ifc && (uid < 0 || c->uid == (uid_t)uid) &&
+		if (!c->ifc && (uid < 0 || (c->uid == (uid_t)uid && c->pidns == pidns)) &&
 		    (best < 0 || c->since_ms < A.clients[best].since_ms)) {
 			best = i;
 		}
@@ -641,62 +922,104 @@ static int oldest_silent(long long uid)
 }
 
 /*
- * A new connection. A uid not served is answered at once and closed. A uid at --max-per-uid,
- * or an agent at --max-clients, makes room by dropping the oldest client that has not said
- * HELLO (of that uid, or of any); where every one has, the newcomer is turned away, told why.
+ * The pid namespace of the peer of fd, as the kernel names it (its inode), whether or not the
+ * peer is visible from the agent's own pid namespace: SO_PEERPIDFD gives a pidfd of the peer
+ * process (Linux 6.5), which PIDFD_GET_PID_NAMESPACE (6.11) opens the namespace from. Where
+ * the kernel has neither, /proc of a visible peer; 0 where nothing says.
  */
-static void accept_client(int lfd)
+static uint64_t peer_pidns(int fd, pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	socklen_t len = sizeof(int);
+	int pidfd = -1, ns;
+	uint64_t ino = 0;
+
+	if (!getsockopt(fd, SOL_SOCKET, AGENT_SO_PEERPIDFD, &pidfd, &len) && pidfd >= 0) {
+		ns = ioctl(pidfd, AGENT_PIDFD_GET_PID_NAMESPACE, 0);
+		if (ns >= 0) {
+			if (!fstat(ns, &st)) {
+				ino = (uint64_t)st.st_ino;
+			}
+			close(ns);
+		}
+		close(pidfd);
+	}
+	if (!ino && pid > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+		if (!stat(path, &st)) {
+			ino = (uint64_t)st.st_ino;
+		}
+	}
+	return ino;
+}
+
+/*
+ * A new connection. A uid not served is answered at once and closed. A uid at --max-per-uid
+ * within one pid namespace (pods often share uid 0; each has its own pid namespace), or an
+ * agent at --max-clients, makes room by dropping the oldest client of theirs that has not said
+ * HELLO (of that uid and namespace, or of any); where every one has, the newcomer is turned
+ * away, told why. False when nothing waited.
+ */
+static bool accept_client(int lfd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	uint64_t pidns;
 	int fd, i, mine = 0, old;
 	bool ok = false;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0) {
-		return;
+		return false;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-		say("a connection without credentials (%s): closed", strerror(errno));
+		say_limited(&A.log_refused, "a connection without credentials (%s): closed",
+			    strerror(errno));
 		close(fd);
-		return;
+		return true;
 	}
 	for (i = 0; i < A.nallowed; i++) {
 		ok |= cred.uid == A.allowed[i];
 	}
 	if (!ok) {
-		say("pid %d (uid %u): refused (uid not allowed, --allow-uid)", cred.pid, cred.uid);
+		say_limited(&A.log_refused, "pid %d (uid %u): refused (uid not allowed, "
+			    "--allow-uid)", cred.pid, cred.uid);
 		turn_away(fd, -EACCES, "uid %u is not served by this node's agent, which serves root "
 			  "and each --allow-uid (the chart's agent.allowUids)", cred.uid);
-		return;
+		return true;
 	}
+	pidns = peer_pidns(fd, cred.pid);
 	for (i = 0; i < A.nclients; i++) {
-		mine += A.clients[i].uid == cred.uid;
+		mine += A.clients[i].uid == cred.uid && A.clients[i].pidns == pidns;
 	}
 	if (mine >= A.max_per_uid) {
-		old = oldest_silent((long long)cred.uid);
+		old = oldest_silent((long long)cred.uid, pidns);
 		if (old < 0) {
-			say("pid %d (uid %u): refused (uid %u has %d clients, --max-per-uid)", cred.pid,
-			    cred.uid, cred.uid, mine);
-			turn_away(fd, -EUSERS, "uid %u has %d connections to this node's agent, the "
-				  "most one uid may (harp-agent --max-per-uid)", cred.uid, mine);
-			return;
+			say_limited(&A.log_refused, "pid %d (uid %u): refused (uid %u has %d "
+				    "clients in its pid namespace, --max-per-uid)", cred.pid,
+				    cred.uid, cred.uid, mine);
+			turn_away(fd, -EUSERS, "uid %u has %d connections to this node's agent "
+				  "from its pid namespace, the most one uid may in one "
+				  "(harp-agent --max-per-uid)", cred.uid, mine);
+			return true;
 		}
 		drop_client(old, "made way for a newer client of its uid before saying HELLO");
 	}
 	if (A.nclients == A.max_clients) {
-		old = oldest_silent(-1);
+		old = oldest_silent(-1, 0);
 		if (old < 0) {
-			say("pid %d (uid %u): refused (%d clients, --max-clients)", cred.pid, cred.uid,
-			    A.nclients);
+			say_limited(&A.log_refused, "pid %d (uid %u): refused (%d clients, "
+				    "--max-clients)", cred.pid, cred.uid, A.nclients);
 			turn_away(fd, -EUSERS, "this node's agent serves %d processes already, its most "
 				  "(harp-agent --max-clients)", A.nclients);
-			return;
+			return true;
 		}
 		drop_client(old, "made way for a newer client before saying HELLO");
 	}
 	A.clients[A.nclients++] = (struct client){ .fd = fd, .pid = cred.pid, .uid = cred.uid,
-						   .since_ms = now_ms() };
+						   .pidns = pidns, .since_ms = now_ms() };
+	return true;
 }
 
 /* Clients that have said nothing for AGENT_HELLO_MS go. */
@@ -712,26 +1035,70 @@ static void drop_silent(void)
 	}
 }
 
+/*
+ * The answer resp to client i, or held until its socket has room: a client that reads its
+ * answers slowly is back-pressure, not a failure. False when the client went (dropped).
+ */
+static bool answer(int i, const struct harp_agent_msg *resp)
+{
+	struct client *c = &A.clients[i];
+	int err = agent_send(c->fd, resp, -1);
+
+	if (err == -EAGAIN || err == -ENOBUFS) {
+		c->answer = *resp;
+		c->answer_waits = true;
+		return true;
+	}
+	c->answer_waits = false;
+	if (err) {
+		drop_client(i, err == -EPIPE || err == -ECONNRESET ? "closed its connection" :
+								  strerror(-err));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A bad message from client i, answered with why. A client that holds no queue goes; one that
+ * holds queues stays (dropping it would take its live sockets out of the map and stop its
+ * traffic): the message is refused, and said.
+ */
+static void bad_msg(int i, struct harp_agent_msg *resp, const char *why)
+{
+	struct client *c = &A.clients[i];
+	char line[256];
+
+	snprintf(line, sizeof(line), "sent a bad message (%s)", why);
+	if (!answer(i, resp)) {
+		return;
+	}
+	if (!c->queues) {
+		drop_client(i, line);
+		return;
+	}
+	c->bad_msgs++;
+	say_limited(&A.log_bad, "pid %d (uid %u): %s; refused, and the client stays: it holds "
+		    "queues (%u bad messages so far)", c->pid, c->uid, line, c->bad_msgs);
+}
+
 static void read_client(int i)
 {
 	struct client *c = &A.clients[i];
 	struct harp_agent_msg req, resp;
 	char why[128];
-	int fd = -1, err;
 	size_t got;
+	int err, fd;
 
-	err = agent_recv(c->fd, &req, &fd, &got);
+	err = take_msg(c->fd, &req, &got, &fd);
 	if (err == -EAGAIN || err == -EINTR) {
 		return;
 	}
 	if (err == -EBADMSG) {
-		/* longer than a message, or with more than one descriptor (agent_recv closed them):
-		 * answered as the protocol promises, then the client goes */
+		/* longer than a message, or with more than one descriptor (released already) */
 		agent_msg_init(&resp, HARP_AGENT_HELLO);
 		refuse(&resp, -EBADMSG, "a message is one struct of %zu bytes with at most one "
 		       "descriptor (ENTER's); this one was longer or carried more", sizeof(req));
-		(void)agent_send(c->fd, &resp, -1);
-		drop_client(i, "sent a message too long or with several descriptors");
+		bad_msg(i, &resp, "too long, or with several descriptors");
 		return;
 	}
 	if (err || !got) {
@@ -740,22 +1107,28 @@ static void read_client(int i)
 	}
 	agent_msg_init(&resp, (enum harp_agent_op)req.op);
 	if (ctrlmsg_agent_check(&req, got, why, sizeof(why))) {
-		if (fd >= 0) {
-			close(fd);
-		}
+		release_fd(fd);
 		/* answered in our own version, so that a client of another one can say so */
 		resp.op = req.op > 0 && req.op < HARP_AGENT_OP_END && got >= 8 ? req.op : HARP_AGENT_HELLO;
 		refuse(&resp, -EBADMSG, "%s", why);
-		(void)agent_send(c->fd, &resp, -1);
-		snprintf(resp.text, sizeof(resp.text), "sent a bad message (%s)", why);
-		drop_client(i, resp.text);
+		bad_msg(i, &resp, why);
 		return;
 	}
 	resp.seq = req.seq;
-	serve(c, &req, fd, &resp);
-	err = agent_send(c->fd, &resp, -1);
-	if (err) {
-		drop_client(i, strerror(-err));
+	if (serve(c, &req, fd, &resp)) {
+		(void)answer(i, &resp);
+	}
+}
+
+/* Client i, whose answer waited for room: sent now if there is. */
+static void write_client(int i, short revents)
+{
+	struct client *c = &A.clients[i];
+
+	if (revents & (POLLHUP | POLLERR)) {
+		drop_client(i, "closed its connection");
+	} else if (revents & POLLOUT) {
+		(void)answer(i, &c->answer);
 	}
 }
 
@@ -806,6 +1179,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct rlimit nofile;
 	struct pollfd *pfds;
 	char *end;
 	long long v;
@@ -854,6 +1228,15 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* every descriptor a message passes must fit (take_msg); the hard limit is ours to take */
+	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	if (releaser_start()) {
+		say("cannot start the thread that releases passed descriptors");
+		return 1;
+	}
 	lfd = listen_at(A.socket_path);
 	if (lfd < 0) {
 		return 1;
@@ -863,29 +1246,36 @@ int main(int argc, char **argv)
 	while (!A.stop) {
 		pfds[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		for (i = 0; i < A.nclients; i++) {
-			pfds[i + 1] = (struct pollfd){ .fd = A.clients[i].fd, .events = POLLIN };
+			/* one whose answer waits for room is read no further until it has gone */
+			short ev = A.clients[i].answer_waits ? POLLOUT : POLLIN;
+
+			pfds[i + 1] = (struct pollfd){ .fd = A.clients[i].fd, .events = ev };
 		}
 		n = A.nclients;
 		if (poll(pfds, (nfds_t)n + 1, 500) <= 0) {
 			drop_silent();
 			continue;
 		}
-		/* from the last: drop_client moves the last client into the dropped one's place */
+		/* from the last: drop_client moves the last client into the dropped one's place.
+		 * One message of each client a round: none is served before the others twice. */
 		for (i = n - 1; i >= 0; i--) {
-			if (pfds[i + 1].revents) {
+			if (A.clients[i].answer_waits && pfds[i + 1].revents) {
+				write_client(i, pfds[i + 1].revents);
+			} else if (pfds[i + 1].revents) {
 				read_client(i);
 			}
 		}
 		drop_silent();
-		if (pfds[0].revents & POLLIN) {
-			accept_client(lfd);
+		/* a few newcomers a round: a crowd turned away cannot hold a client in the backlog
+		 * for long, nor keep the others waiting */
+		for (i = 0; i < 16 && (pfds[0].revents & POLLIN) && accept_client(lfd); i++) {
 		}
 	}
 	while (A.nclients) {
 		drop_client(A.nclients - 1, NULL);
 	}
 	for (i = 0; i < A.nifaces; i++) {
-		iface_close(&A.ifaces[i]);
+		iface_put(A.ifaces[i]);
 	}
 	close(lfd);
 	unlink(A.socket_path);

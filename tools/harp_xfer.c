@@ -22,6 +22,12 @@
  * --idle SEC leaves the connections idle (set up, nothing posted, harp progressed) that long
  * before the transfer: what happens to a connection whose path goes dark while nothing is out.
  *
+ * --churn N opens and closes N more connections, one after another, beside the transfer: each
+ * carries one verified 64-byte message each way and is closed, on the same engines as the rest.
+ * The transfer goes round its sizes (as with --duration) until the N have come and gone, then
+ * drains. What churn does to the process's standing (its node agent, its queues) shows in the
+ * transfer going on untouched.
+ *
  * --slow-us US makes this side a slow consumer: after each round over its connections it does
  * something else for US microseconds, calling nothing of harp. With HARP_IDLE_PROGRESS_US=0 (no
  * keeper thread) the peer's packets pile up meanwhile: the receive ring overflows and the fill
@@ -52,7 +58,7 @@
 struct opts {
 	bool server;
 	const char *ifname, *handle_file;
-	int queues, conns, count, window, timeout_s, duration_s, idle_s, slow_us;
+	int queues, conns, count, window, timeout_s, duration_s, idle_s, slow_us, churn;
 	int recv_short; /* every recv_short-th message is too big for its receive; 0: none */
 	bool bidir, quiet;
 	uint64_t sizes[MAX_SIZES];
@@ -77,8 +83,22 @@ struct xconn {
 	struct flow tx, rx;
 };
 
+/* --churn: the one short-lived connection under way. */
+#define CHURN_MSG 64
+struct churn {
+	struct harp_listener *listener; /* server */
+	struct harp_handle handle;	/* client: what it connects to, each time */
+	struct harp_conn *conn;
+	struct harp_req *req;
+	bool up;
+	int step; /* 0: the client's message; 1: the server's answer; 2: done, close */
+	int done; /* connections that came and went */
+	uint8_t buf[CHURN_MSG];
+};
+
 struct run {
 	struct opts o;
+	struct churn churn;
 	struct harp_ctx *ctx;
 	struct xconn *xc;
 	uint8_t *pattern[2]; /* by direction: 0 client->server, 1 server->client */
@@ -120,7 +140,7 @@ static void usage(void)
 		"       (without --queues: HARP_QUEUES, auto by default, a count or a list such as 2-3)\n"
 		"       [--conns C] [--sizes LIST] [--count N] [--window W] [--bidir]\n"
 		"       [--total BYTES] [--timeout SEC] [--recv-short N] [--duration SEC] [--idle SEC]\n"
-		"       [--slow-us US] [--quiet]\n");
+		"       [--slow-us US] [--churn N] [--quiet]\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -133,7 +153,8 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "total", required_argument, 0, 't' },	 { "timeout", required_argument, 0, 'T' },
 		{ "quiet", no_argument, 0, 'Q' },	 { "recv-short", required_argument, 0, 'R' },
 		{ "duration", required_argument, 0, 'D' }, { "idle", required_argument, 0, 'I' },
-		{ "slow-us", required_argument, 0, 'S' },  { 0, 0, 0, 0 },
+		{ "slow-us", required_argument, 0, 'S' },  { "churn", required_argument, 0, 'C' },
+		{ 0, 0, 0, 0 },
 	};
 	char sizes_default[] = "1M";
 	int c;
@@ -176,6 +197,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'D': o->duration_s = atoi(optarg); break;
 		case 'I': o->idle_s = atoi(optarg); break;
 		case 'S': o->slow_us = atoi(optarg); break;
+		case 'C': o->churn = atoi(optarg); break;
 		default: usage(); return -1;
 		}
 	}
@@ -187,14 +209,15 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	if (o->conns < 1 || o->conns > MAX_CONNS || o->count < 1 || o->window < 1 ||
 	    o->window > WINDOW_MAX || o->queues < 0 || o->timeout_s < 1 || o->recv_short < 0 ||
 	    o->duration_s < 0 || (o->duration_s && o->timeout_s <= o->duration_s + DRAIN_S) ||
-	    o->idle_s < 0 || o->slow_us < 0 || o->slow_us > 1000000) {
+	    o->idle_s < 0 || o->slow_us < 0 || o->slow_us > 1000000 || o->churn < 0 ||
+	    (o->churn && o->duration_s)) {
 		fprintf(stderr,
 			"harp-xfer: out of range: --conns %d (1-%d), --count %d (1 or more), "
 			"--window %d (1-%d), --queues %d, --timeout %d (1 s or more; with --duration, "
 			"more than it and %d s), --recv-short %d, --duration %d, --idle %d, "
-			"--slow-us %d (0-1000000)\n",
+			"--slow-us %d (0-1000000), --churn %d (0 or more; not with --duration)\n",
 			o->conns, MAX_CONNS, o->count, o->window, WINDOW_MAX, o->queues, o->timeout_s,
-			DRAIN_S, o->recv_short, o->duration_s, o->idle_s, o->slow_us);
+			DRAIN_S, o->recv_short, o->duration_s, o->idle_s, o->slow_us, o->churn);
 		return -1;
 	}
 	if (o->total) {
@@ -246,7 +269,7 @@ static int write_handles(const struct run *r, const struct harp_handle *h)
 {
 	char tmp[4096];
 	FILE *f;
-	int i, j;
+	int i, j, n = r->o.conns + (r->o.churn > 0);
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", r->o.handle_file, getpid());
 	f = fopen(tmp, "w");
@@ -254,7 +277,7 @@ static int write_handles(const struct run *r, const struct harp_handle *h)
 		perror("harp-xfer: handle file");
 		return -1;
 	}
-	for (i = 0; i < r->o.conns; i++) {
+	for (i = 0; i < n; i++) {
 		for (j = 0; j < HARP_HANDLE_SIZE; j++) {
 			fprintf(f, "%02x", h[i].bytes[j]);
 		}
@@ -271,7 +294,7 @@ static int read_handles(const struct run *r, struct harp_handle *h, double deadl
 {
 	char line[2 * HARP_HANDLE_SIZE + 8];
 	FILE *f;
-	int i, j;
+	int i, j, n = r->o.conns + (r->o.churn > 0);
 	unsigned v;
 
 	while (!(f = fopen(r->o.handle_file, "r"))) {
@@ -281,10 +304,9 @@ static int read_handles(const struct run *r, struct harp_handle *h, double deadl
 		}
 		usleep(10000);
 	}
-	for (i = 0; i < r->o.conns; i++) {
+	for (i = 0; i < n; i++) {
 		if (!fgets(line, sizeof(line), f) || strlen(line) < 2 * HARP_HANDLE_SIZE) {
-			fprintf(stderr, "harp-xfer: handle file has fewer than %d handles\n",
-				r->o.conns);
+			fprintf(stderr, "harp-xfer: handle file has fewer than %d handles\n", n);
 			fclose(f);
 			return -1;
 		}
@@ -305,11 +327,18 @@ static int read_handles(const struct run *r, struct harp_handle *h, double deadl
 
 static int setup_conns(struct run *r, double deadline)
 {
-	struct harp_handle *h = calloc((size_t)r->o.conns, sizeof(*h));
+	struct harp_handle *h = calloc((size_t)r->o.conns + 1, sizeof(*h));
 	int i, err, up = 0;
 
 	if (!h) {
 		return -ENOMEM;
+	}
+	/* --churn: one listener more, its handle last in the file, taking every churned one */
+	err = r->o.server && r->o.churn ? harp_listen(r->ctx, &h[r->o.conns], &r->churn.listener) :
+					  0;
+	if (err) {
+		fprintf(stderr, "harp-xfer: listen for --churn: %s\n", strerror(-err));
+		goto out;
 	}
 	for (i = 0; i < r->o.conns; i++) {
 		r->xc[i].id = i;
@@ -323,6 +352,7 @@ static int setup_conns(struct run *r, double deadline)
 	if (err) {
 		goto out;
 	}
+	r->churn.handle = h[r->o.conns];
 	for (i = 0; !r->o.server && i < r->o.conns; i++) {
 		err = harp_connect(r->ctx, &h[i], &r->xc[i].conn);
 		if (err) {
@@ -526,6 +556,84 @@ static int step_flow(struct run *r, struct xconn *x, struct flow *f, bool is_rx,
 	return 0;
 }
 
+/* --churn: the bytes of churned connection k's message in direction dir. */
+static const uint8_t *churn_bytes(const struct run *r, int dir, int k)
+{
+	return r->pattern[dir] + ((uint64_t)k * 29 + 7) % PATTERN_SLACK;
+}
+
+/* --churn: sends (mine) or receives and checks the message of step s on the churned connection. */
+static int churn_msg(struct run *r, struct churn *ch, bool mine, int dir)
+{
+	size_t len = CHURN_MSG;
+	uint32_t tag = (uint32_t)ch->done & 0xff;
+	void *buf = ch->buf;
+	int err, done = 0;
+
+	if (!ch->req) {
+		err = mine ? harp_conn__isend(ch->conn, churn_bytes(r, dir, ch->done), CHURN_MSG,
+					      tag, NULL, &ch->req) :
+			     harp_conn__irecv(ch->conn, 1, &buf, &len, &tag, NULL, &ch->req);
+		return err == -EAGAIN ? 0 : err;
+	}
+	err = harp_req__test(ch->req, &done, &len);
+	if (err || !done) {
+		return err;
+	}
+	ch->req = NULL;
+	if (!mine && (len != CHURN_MSG || memcmp(ch->buf, churn_bytes(r, dir, ch->done), len))) {
+		fprintf(stderr, "harp-xfer: churned connection %d: its message arrived wrong (%zu "
+			"bytes)\n", ch->done, len);
+		return -EBADMSG;
+	}
+	ch->step++;
+	return 0;
+}
+
+/* --churn: moves the churned connection under way on; the next one starts as one closes. */
+static int step_churn(struct run *r)
+{
+	struct churn *ch = &r->churn;
+	int err;
+
+	if (ch->done == r->o.churn) {
+		return 0;
+	}
+	if (!ch->conn) {
+		err = r->o.server ? harp_listener__accept(ch->listener, &ch->conn) :
+				    harp_connect(r->ctx, &ch->handle, &ch->conn);
+		if (err) {
+			return err == -EAGAIN ? 0 : err;
+		}
+		ch->up = false;
+		ch->step = 0;
+	}
+	if (!ch->up) {
+		err = harp_conn__establish(ch->conn);
+		if (err) {
+			return err == -EAGAIN ? 0 : err;
+		}
+		ch->up = true;
+	}
+	/* step 0 the client's message, step 1 the server's answer */
+	if (ch->step < 2) {
+		err = churn_msg(r, ch, r->o.server == (ch->step == 1), ch->step);
+		if (err) {
+			fprintf(stderr, "harp-xfer: churned connection %d: %s\n", ch->done,
+				strerror(-err));
+			return err;
+		}
+	}
+	if (ch->step == 2) {
+		harp_conn__close(ch->conn);
+		ch->conn = NULL;
+		if (++ch->done == r->o.churn) {
+			fprintf(stderr, "harp-xfer: churned %d connections\n", ch->done);
+		}
+	}
+	return 0;
+}
+
 static int transfer(struct run *r, double deadline)
 {
 	double stop_at = r->o.duration_s ? now_s() + r->o.duration_s : 0, now;
@@ -535,9 +643,14 @@ static int transfer(struct run *r, double deadline)
 
 	do {
 		now = now_s();
-		if (stop_at && !r->stopping && now > stop_at) {
+		if (((stop_at && now > stop_at) || (r->o.churn && r->churn.done == r->o.churn)) &&
+		    !r->stopping) {
 			r->stopping = true;
 			deadline = now + DRAIN_S;
+		}
+		err = step_churn(r);
+		if (err) {
+			return err;
 		}
 		remaining = 0;
 		for (i = 0; i < r->o.conns; i++) {
@@ -578,7 +691,7 @@ static int transfer(struct run *r, double deadline)
 
 static int plan(struct run *r)
 {
-	int i, j, nmsgs = r->o.duration_s ? INT_MAX : r->o.nsizes * r->o.count;
+	int i, j, nmsgs = r->o.duration_s || r->o.churn ? INT_MAX : r->o.nsizes * r->o.count;
 	bool sends = !r->o.server || r->o.bidir, recvs = r->o.server || r->o.bidir;
 
 	for (i = 0; i < r->o.nsizes; i++) {
@@ -691,8 +804,11 @@ static void report(struct run *r, double secs, int rc)
 	       info.mtu, info.queues, r->o.conns);
 	printf("verified_msgs=%" PRIu64 "\nverified_bytes=%" PRIu64 "\nsent_bytes=%" PRIu64 "\n",
 	       r->verified_msgs, r->verified_bytes, r->sent_bytes);
-	if (r->o.duration_s) {
+	if (r->o.duration_s || r->o.churn) {
 		printf("duration_abandoned=%lld\n", r->abandoned);
+	}
+	if (r->o.churn) {
+		printf("churned=%d\n", r->churn.done);
 	}
 	printf("msgsize_errors=%" PRIu64 "\nmsgsize_send_errors=%" PRIu64
 	       "\nmsgsize_recv_errors=%" PRIu64 "\n",
@@ -783,6 +899,8 @@ int main(int argc, char **argv)
 			free(r.xc[i].rx.bufs[j]);
 		}
 	}
+	harp_conn__close(r.churn.conn);
+	harp_listener__close(r.churn.listener);
 	harp_ctx__destroy(r.ctx);
 	free(r.xc);
 	free(r.pattern[0]);

@@ -4,6 +4,11 @@
 # The node agent (harp-agent) as the DaemonSet runs it, `harp-attach run` on each node (namespace),
 # with its clients confined as pods under the runtimes' default seccomp profile are (no-bpf: every
 # bpf() fails):
+#   churn        both ends open and close 1,000 connections each (every close sends the agent a
+#                FORGET) beside a transfer through the agents that runs until they are done:
+#                the transfer completes verified, no end is dropped by its agent, the holders'
+#                map still names each end on its queues, and no packet found its queue without
+#                a socket (xdp_no_socket 0)
 #   transfer     both ends reach their pinned program only through their node's agent and move
 #                verified data over two queues, four connections; each end says it uses the
 #                agent
@@ -104,9 +109,52 @@ xfer_env() {
 		HARP_LOG_LEVEL=info
 }
 
-# transfer: both ends confined, through the agents only.
 read -r -a in_b <<<"$(xfer_env b)"
 read -r -a in_a <<<"$(xfer_env a)"
+
+# churn: first, so that the program's counters start from nothing.
+spawn_bounded 240 "${in_b[@]}" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
+	--queues 2 --conns 2 --sizes 4K,256K --bidir --churn 1000 --timeout 200 >"$tmp/churn-server.out" \
+	2>"$tmp/churn-server.err"
+srv=$spawned_pid
+pids+=("$srv")
+spawn_bounded 240 "${in_a[@]}" "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
+	--queues 2 --conns 2 --sizes 4K,256K --bidir --churn 1000 --timeout 200 >"$tmp/churn-client.out" \
+	2>"$tmp/churn-client.err"
+cli=$spawned_pid
+pids+=("$cli")
+# while both still run (they drain for 10 s after the last churned connection): the holders'
+# map of each node names its end on both queues
+wait_until 1800 grep -q 'churned 1000 connections' "$tmp/churn-server.err" || true
+for side in a:"$if_a":"$cli" b:"$if_b":"$srv"; do
+	IFS=: read -r s ifn p <<<"$side"
+	holders=$(bpftool -j map dump pinned "$pins/$ifn/queue_owners" 2>/dev/null |
+		python3 -c 'import json,sys
+print(" ".join(str(e["formatted"]["value"]["pid"]) for e in json.load(sys.stdin)
+               if e["formatted"]["key"] in (0, 1)))' ||
+		true)
+	p=$(pgrep -P "$p" || echo "?") # under timeout: harp-xfer is its child
+	echo "agent: churn: $s's queue holders: $holders (the transfer's pid: $p)"
+	[[ $holders == "$p $p" ]] || report "churn: the holders' map of $s does not name its end on queues 0 and 1 ($holders)"
+done
+if grep -h 'its records are gone\|whose records and entries are gone' "$tmp"/agent-[ab].log; then
+	report "churn: an agent dropped a client while it ran"
+fi
+rc_s=0 rc_c=0
+wait "$srv" || rc_s=$?
+wait "$cli" || rc_c=$?
+echo "agent: case=churn server_rc=$rc_s client_rc=$rc_c $(grep -h '^churned=\|^verified_bytes=\|^xdp_no_socket=' "$tmp/churn-server.out" "$tmp/churn-client.out" | tr '\n' ' ')"
+for end in server client; do
+	out=$tmp/churn-$end.out
+	if ! grep -q '^result=ok' "$out" || ! grep -q '^churned=1000$' "$out" ||
+		! grep -q '^xdp_no_socket=0$' "$out" || grep -q '^verified_bytes=0$' "$out"; then
+		report "churn: the $end did not finish its 1,000 connections and its transfer untouched"
+		grep -v INFO "$tmp/churn-$end.err" | tail -n 6 | sed 's/^/    | /'
+	fi
+done
+
+# transfer: both ends confined, through the agents only.
+rm -f "$tmp/handle"
 spawn_bounded 90 "${in_b[@]}" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
 	--queues 2 --conns 4 --sizes 0,4095,1M,16M --timeout 60 >"$tmp/server.out" 2>"$tmp/server.err"
 srv=$spawned_pid
@@ -165,7 +213,7 @@ import socket, struct, sys
 path, ifname = sys.argv[1], sys.argv[2]
 SIZE, MAGIC = 328, 0x68617270
 
-def msg(op, version=2, ifname=b"", queue=0):
+def msg(op, version=3, ifname=b"", queue=0):
     m = bytearray(SIZE)
     struct.pack_into("<IHHiI16s", m, 0, MAGIC, version, op, 0, queue, ifname)
     return bytes(m)
@@ -188,7 +236,7 @@ def answer(s):
 
 cases = []
 s = ask(b"hello agent"); cases.append(("garbage", answer(s))); s.close()
-s = ask(msg(1, version=3, ifname=ifname.encode())); cases.append(("version 3", answer(s))); s.close()
+s = ask(msg(1, version=4, ifname=ifname.encode())); cases.append(("version 4", answer(s))); s.close()
 s = ask(msg(1, ifname=ifname.encode()) + bytes(100)); cases.append(("too long", answer(s))); s.close()
 with open("/dev/null") as f, open("/dev/zero") as g:
     s = ask(msg(1, ifname=ifname.encode()), (f.fileno(), g.fileno()))
@@ -199,7 +247,7 @@ with open("/dev/null") as f:
     s.sendmsg([msg(2, queue=1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", f.fileno()))])
     cases.append(("not an AF_XDP socket", answer(s)))
 s.close()
-want = {"garbage": "a message of 11 bytes", "version 3": "protocol version 3",
+want = {"garbage": "a message of 11 bytes", "version 4": "protocol version 4",
         "not an AF_XDP socket": "not an AF_XDP socket",
         "too long": "one struct of 328 bytes", "two descriptors": "at most one descriptor"}
 bad = 0
@@ -275,6 +323,78 @@ printf '%s\n' "$out" | sed 's/^/    /'
 kill "$victim" 2>/dev/null || true
 wait "$victim" 2>/dev/null || true
 
+# hijack_pidns: the same, with the holder of queue 0 (through the pins) and the client of the
+# agent each in a pid namespace of its own, as two pods are: refused, the holder named.
+rm -f "$tmp/handle"
+spawn_bounded 60 nsenter --net="/run/netns/$ns_b" unshare --pid --fork env \
+	HARP_CONF="$tmp/harp-b.conf" HARP_AGENT_SOCKET= HARP_QUEUES=0-0 "$xfer" server \
+	--ifname "$if_b" --handle-file "$tmp/handle" --timeout 20 >"$tmp/victim2.out" \
+	2>"$tmp/victim2.err"
+victim=$spawned_pid
+pids+=("$victim")
+wait_until 100 test -s "$tmp/handle" || true
+[[ -s $tmp/handle ]] || report "hijack_pidns: the holder of queue 0 did not start"
+out=$(run_bounded 20 nsenter --net="/run/netns/$ns_b" unshare --pid --fork "$xsk_hold" "$if_b" 1 \
+	100 "$tmp/agent-b.sock" 0 1 attacker 2>&1 || true)
+echo "agent: case=hijack_pidns"
+printf '%s\n' "$out" | sed 's/^/    /'
+[[ $out == *"enter: -16 "*"held by pid 1 (harp-xfer) of another pid namespace"* ]] ||
+	report "hijack_pidns: a client in another pid namespace replaced the holder's socket"
+kill "$victim" 2>/dev/null || true
+wait "$victim" 2>/dev/null || true
+
+# interfaces: one agent serving three interfaces (b's and a veth pair x-y beside it), a client
+# holding queue 0 on each of x and y. The pair is re-created (new indexes) and x prepared again;
+# a new client of x enters queue 0 of x's new maps, and when the old clients go, their LEAVEs
+# touch their own maps alone: the new client's record stays.
+ix=${if_b}x iy=${if_b}y
+ip -n "$ns_b" link add "$ix" type veth peer name "$iy"
+ip -n "$ns_b" link set "$ix" up && ip -n "$ns_b" link set "$iy" up
+attach_b() { # IF: harp-attach up IF on b's node, with the pins beside b's
+	nsenter --net="/run/netns/$ns_b" "$attach" up "$1" --conf "$tmp/harp-$1.conf" \
+		--pin-root "$pins" --hugepages off >>"$tmp/attach-xy.log" 2>&1 ||
+		report "interfaces: harp-attach up $1 failed ($(tail -n 1 "$tmp/attach-xy.log"))"
+}
+attach_b "$ix"
+attach_b "$iy"
+declare -A old_holder=()
+for ifn in "$ix" "$iy"; do
+	nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$ifn" 0 8000 "$tmp/agent-b.sock" 0 1 old \
+		>"$tmp/hold-$ifn.out" 2>&1 &
+	old_holder[$ifn]=$!
+	pids+=("$!")
+	wait_until 50 grep -q '^owner:' "$tmp/hold-$ifn.out" || true
+	grep -q '^enter: 0 ' "$tmp/hold-$ifn.out" || report "interfaces: the first client of $ifn was not entered"
+done
+ip -n "$ns_b" link del "$ix"
+ip -n "$ns_b" link add "$ix" type veth peer name "$iy"
+ip -n "$ns_b" link set "$ix" up && ip -n "$ns_b" link set "$iy" up
+attach_b "$ix"
+nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$ix" 0 12000 "$tmp/agent-b.sock" 0 1 new \
+	>"$tmp/hold-new.out" 2>&1 &
+new_holder=$!
+pids+=("$new_holder")
+wait_until 50 grep -q '^owner:\|^xsk-hold:' "$tmp/hold-new.out" || true
+for ifn in "$ix" "$iy"; do
+	kill "${old_holder[$ifn]}" 2>/dev/null || true
+	wait "${old_holder[$ifn]}" 2>/dev/null || true
+done
+wait_until 50 grep -q "held queue(s) 0 of $iy" "$tmp/agent-b.log" || true
+holder=$(bpftool -j map dump pinned "$pins/$ix/queue_owners" 2>/dev/null | python3 -c 'import json,sys
+print(" ".join(str(e["formatted"]["value"]["pid"]) for e in json.load(sys.stdin) if e["formatted"]["key"] == 0))' || true)
+echo "agent: case=interfaces new client of $ix: $(grep '^enter:' "$tmp/hold-new.out"); queue 0 of $ix held by pid $holder after the old clients went (the new client: $new_holder)"
+grep -q '^enter: 0 ' "$tmp/hold-new.out" ||
+	report "interfaces: the new client of $ix was refused ($(grep -v '^held' "$tmp/hold-new.out" | head -n 1))"
+[[ $holder == "$new_holder" ]] ||
+	report "interfaces: the old clients' LEAVEs cleared the new client's record on $ix ($holder)"
+kill "$new_holder" 2>/dev/null || true
+wait "$new_holder" 2>/dev/null || true
+for ifn in "$ix" "$iy"; do
+	nsenter --net="/run/netns/$ns_b" "$attach" down "$ifn" --conf "$tmp/harp-$ifn.conf" \
+		--pin-root "$pins" >/dev/null 2>&1 || true
+done
+ip -n "$ns_b" link del "$ix" 2>/dev/null || true
+
 # forged: what a client says of itself does not become the record
 t0=$(date +%s)
 out=$(run_bounded 20 nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$if_b" 1 100 \
@@ -300,7 +420,7 @@ uid_client() {
 import socket, struct, sys
 path, ifname = sys.argv[1], sys.argv[2]
 m = bytearray(328)
-struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 2, 1, 0, 0, ifname.encode())
+struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, 1, 0, 0, ifname.encode())
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 try:
@@ -369,6 +489,136 @@ open_silent=$(sed -n 's/^silent still open: //p' "$tmp/silent.out")
 if [[ -z $open_silent ]] || ((open_silent > 4)); then
 	report "uid: the agent kept ${open_silent:-?} silent connections of one uid (--max-per-uid 4)"
 fi
+# pods: two pid namespaces (pods), both uid 1001 (pods share uids, most often 0): each holds
+# --max-per-uid (4) connections that said HELLO, and neither is refused for the other's; a
+# fifth from the first is.
+pods_client() { # NS_READY NS_STOP N: N connections from a new pid namespace, each says HELLO
+	unshare --pid --fork setpriv --reuid=1001 --regid=1001 --clear-groups /usr/bin/python3 - \
+		"$tmp/agent-u.sock" "$if_b" "$@" 2>&1 <<'PY' || true
+import os, socket, struct, sys, time
+path, ifname, ready, stop, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+held, said = [], []
+for _ in range(n):
+    m = bytearray(328)
+    struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, 1, 0, 0, ifname.encode())
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    try:
+        s.send(bytes(m))
+    except OSError:
+        pass
+    try:
+        r = s.recv(4096)
+    except ConnectionResetError:
+        r = s.recv(4096)
+    said.append(str(struct.unpack_from("<i", r, 8)[0]))
+    held.append(s)
+print("statuses:", " ".join(said))
+sys.stdout.flush()
+open(ready, "w").close()
+deadline = time.time() + 20
+while stop != "-" and not os.path.exists(stop) and time.time() < deadline:
+    time.sleep(0.05)
+PY
+}
+pods_client "$tmp/u/pod1.ready" "$tmp/u/pod1.stop" 4 >"$tmp/pod1.out" &
+pod1=$!
+pids+=("$pod1")
+wait_until 50 test -e "$tmp/u/pod1.ready" || true
+pod2=$(pods_client "$tmp/u/pod2.ready" - 5)
+touch "$tmp/u/pod1.stop"
+wait "$pod1" || true
+echo "agent: case=pods first pod: $(cat "$tmp/pod1.out"); second pod, 5 connections: $pod2"
+[[ $(cat "$tmp/pod1.out") == "statuses: 0 0 0 0" ]] ||
+	report "pods: the first pod's 4 connections were not all served"
+# EUSERS (87): the fifth of one uid in one pid namespace
+[[ $pod2 == "statuses: 0 0 0 0 -87" ]] ||
+	report "pods: a second pod of the same uid was not served beside the first, or its fifth was"
+
+# hostile: with --allow-uid the socket is everyone's. While a refused uid writes in a tight loop
+# (reconnecting whenever it is closed) and a served one keeps handing over TCP sockets that
+# linger 30 s on unsent data, a legitimate client's HELLO and ENTER are each answered within
+# 100 ms, 1,000 times over.
+ip -n "$ns_b" link set lo up
+setpriv --reuid=1000 --regid=1000 --clear-groups /usr/bin/python3 - "$tmp/agent-u.sock" \
+	"$tmp/u/hostile.stop" >"$tmp/writer.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+path, stop = sys.argv[1:3]
+junk, sent, conns = bytes(328), 0, 0
+deadline = time.time() + 120
+while not os.path.exists(stop) and time.time() < deadline:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+    except OSError:
+        s.close(); continue
+    conns += 1
+    s.setblocking(False)
+    while time.time() < deadline:
+        try:
+            s.send(junk); sent += 1
+        except BlockingIOError:
+            if os.path.exists(stop):
+                break
+        except OSError:
+            break
+    s.close()
+print(f"writer: {conns} connections, {sent} messages")
+PY
+writer=$!
+pids+=("$writer")
+nsenter --net="/run/netns/$ns_b" python3 - "$tmp/agent-u.sock" "$if_b" "$tmp/u/hostile.stop" \
+	>"$tmp/linger.out" 2>&1 <<'PY' &
+import os, socket, struct, sys, time
+path, ifname, stop = sys.argv[1:4]
+def msg(op, queue=0):
+    m = bytearray(328)
+    struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, op, 0, queue, ifname.encode())
+    return bytes(m)
+lis = socket.socket(); lis.bind(("127.0.0.1", 0)); lis.listen(64)
+a = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); a.settimeout(5); a.connect(path)
+a.send(msg(1)); a.recv(4096)
+peers, passed, deadline = [], 0, time.time() + 120
+while not os.path.exists(stop) and time.time() < deadline and passed < 200:
+    t = socket.socket()
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    t.connect(lis.getsockname())
+    peer, _ = lis.accept()            # never read: the window closes, the data stays unsent
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    peers.append(peer)
+    t.setblocking(False)
+    try:
+        while True:
+            t.send(bytes(65536))
+    except BlockingIOError:
+        pass
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
+    try:
+        a.sendmsg([msg(2, 0)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", t.fileno()))])
+        a.recv(4096)
+    except OSError as e:
+        print(f"linger: the agent did not answer a pass: {e}"); break
+    t.close()                         # the agent holds the last reference
+    passed += 1
+    time.sleep(0.02)
+print(f"linger: {passed} lingering sockets handed over")
+PY
+linger=$!
+pids+=("$linger")
+sleep 1
+rounds=$(run_bounded 120 nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$if_b" 1 0 --rounds 1000 \
+	"$tmp/agent-u.sock" 2>&1 || true)
+touch "$tmp/u/hostile.stop"
+wait "$writer" || true
+wait "$linger" || true
+echo "agent: case=hostile $(cat "$tmp/writer.out"); $(cat "$tmp/linger.out")"
+printf '%s\n' "$rounds" | sed 's/^/    /'
+if [[ $rounds != *"rounds: 1000 answered"* || $rounds != *"hello_us:"*"over 100 ms: 0"*"enter_us:"*"over 100 ms: 0"* ]]; then
+	report "hostile: a legitimate client was not answered within 100 ms, 1,000 times"
+fi
+[[ $(cat "$tmp/writer.out") == "writer: "* ]] || report "hostile: the writer did not run"
+
 kill "$uagent" 2>/dev/null || true
 wait "$uagent" 2>/dev/null || true
 

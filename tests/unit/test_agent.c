@@ -2,7 +2,8 @@
 /*
  * agent.c's client against a stand-in agent on a socketpair: a request that timed out has its
  * late answer passed over by the next request, which gets its own (the agent's answers echo the
- * request's number); an answer that turns the client away is read even after the agent closed.
+ * request's number), and answers waiting when a request or a post goes are read first; an answer
+ * that turns the client away is read even after the agent closed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,9 +32,34 @@ static void answer(int fd, const struct harp_agent_msg *req, uint64_t value, int
 	assert_int_equal(agent_send(fd, &resp, -1), 0);
 }
 
+/* A stand-in agent that reads one request and answers it twice: first as the earlier request
+ * whose number is late_seq (an answer that comes late), then as itself. */
+struct late_agent {
+	int fd;
+	uint32_t late_seq;
+};
+
+static void *answer_late_then_own(void *arg)
+{
+	struct late_agent *a = arg;
+	struct harp_agent_msg seen;
+	size_t len;
+
+	if (agent_recv(a->fd, &seen, NULL, &len) || len != sizeof(seen)) {
+		return NULL;
+	}
+	seen.seq = a->late_seq;
+	answer(a->fd, &seen, 111, 0);
+	seen.seq = a->late_seq + 1;
+	answer(a->fd, &seen, 222, 0);
+	return NULL;
+}
+
 static void test_late_answer_passed_over(void **state)
 {
-	struct harp_agent_msg req1, req2, got, seen;
+	struct harp_agent_msg req1, req2, req3, got, seen;
+	struct late_agent agent;
+	pthread_t t;
 	size_t len;
 	int sv[2];
 
@@ -45,16 +72,55 @@ static void test_late_answer_passed_over(void **state)
 	assert_int_equal(agent_recv(sv[1], &seen, NULL, &len), 0);
 	assert_int_equal(len, sizeof(seen));
 	assert_int_equal(seen.conn_id, 1);
-	/* its answer comes late, with the next request's right behind it */
-	answer(sv[1], &seen, 111, 0);
+	/* its answer comes after the next request went, right ahead of that one's own */
+	agent = (struct late_agent){ .fd = sv[1], .late_seq = req1.seq };
+	assert_int_equal(pthread_create(&t, NULL, answer_late_then_own, &agent), 0);
 	req2 = req1;
 	req2.conn_id = 2;
-	seen.seq = req1.seq + 1; /* the number the next request will carry */
-	answer(sv[1], &seen, 222, 0);
 	assert_int_equal(agent_call_ms(sv[0], &req2, -1, &got, 1000), 0);
+	pthread_join(t, NULL);
 	assert_int_equal(req2.seq, req1.seq + 1);
 	assert_int_equal(got.seq, req2.seq);
 	assert_int_equal(got.value[0], 222); /* not the first request's 111 */
+	/* late answers already waiting when a request goes are read first, whatever they say */
+	seen.seq = req1.seq;
+	answer(sv[1], &seen, 111, 0);
+	answer(sv[1], &seen, 111, 0);
+	agent.late_seq = req2.seq; /* the next request is req2.seq + 1 */
+	assert_int_equal(pthread_create(&t, NULL, answer_late_then_own, &agent), 0);
+	req3 = req1;
+	assert_int_equal(agent_call_ms(sv[0], &req3, -1, &got, 1000), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(got.seq, req3.seq);
+	assert_int_equal(got.value[0], 222);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/*
+ * A post (FORGET, which the agent does not answer) reads what waits first: answers nobody read
+ * would each stay charged to the agent's send buffer, which, full, stalls the agent's answers.
+ */
+static void test_post_drains_late_answers(void **state)
+{
+	struct harp_agent_msg req, seen;
+	size_t len;
+	int sv[2], i, queued = 0;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	agent_msg_init(&req, HARP_AGENT_PROBE);
+	for (i = 0; i < 5; i++) {
+		answer(sv[1], &req, 0, 0);
+	}
+	assert_int_equal(ioctl(sv[0], FIONREAD, &queued), 0);
+	assert_true(queued > 0);
+	agent_msg_init(&req, HARP_AGENT_FORGET);
+	assert_int_equal(agent_post(sv[0], &req), 0);
+	assert_int_equal(recv(sv[0], &seen, sizeof(seen), MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN); /* nothing left to read */
+	assert_int_equal(agent_recv(sv[1], &seen, NULL, &len), 0);
+	assert_int_equal(seen.op, HARP_AGENT_FORGET);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -105,6 +171,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_late_answer_passed_over),
+		cmocka_unit_test(test_post_drains_late_answers),
 		cmocka_unit_test(test_turned_away_answer_read),
 	};
 
