@@ -537,16 +537,16 @@ echo "agent: case=pods first pod: $(cat "$tmp/pod1.out"); second pod, 5 connecti
 	report "pods: a second pod of the same uid was not served beside the first, or its fifth was"
 
 # hostile: with --allow-uid the socket is everyone's. While a refused uid writes in a tight loop
-# (reconnecting whenever it is closed) and a served one keeps handing over TCP sockets that
-# linger 30 s on unsent data, a legitimate client's HELLO and ENTER are each answered within
-# 100 ms, 1,000 times over.
+# (three processes on each connection, so that what they sent is never all read; reconnecting
+# whenever the agent closes it) and a served one keeps handing over TCP sockets that linger 30 s
+# on unsent data, a legitimate client's HELLO and ENTER are each answered within 100 ms, 1,000
+# times over. The timed client starts once both attacks are under way.
 ip -n "$ns_b" link set lo up
 setpriv --reuid=1000 --regid=1000 --clear-groups /usr/bin/python3 - "$tmp/agent-u.sock" \
-	"$tmp/u/hostile.stop" >"$tmp/writer.out" 2>&1 <<'PY' &
+	"$tmp/u/hostile.stop" "$tmp/u/writer.ready" >"$tmp/writer.out" 2>&1 <<'PY' &
 import os, socket, sys, time
-path, stop = sys.argv[1:3]
-junk, sent, conns = bytes(328), 0, 0
-deadline = time.time() + 120
+path, stop, ready = sys.argv[1:4]
+junk, conns, deadline = bytes(328), 0, time.time() + 120
 while not os.path.exists(stop) and time.time() < deadline:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -554,38 +554,48 @@ while not os.path.exists(stop) and time.time() < deadline:
     except OSError:
         s.close(); continue
     conns += 1
-    s.setblocking(False)
-    while time.time() < deadline:
-        try:
-            s.send(junk); sent += 1
-        except BlockingIOError:
-            if os.path.exists(stop):
-                break
-        except OSError:
-            break
+    kids = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            s.settimeout(0.5)
+            while not os.path.exists(stop) and time.time() < deadline:
+                try:
+                    s.send(junk)
+                except socket.timeout:
+                    pass
+                except OSError:
+                    break
+            os._exit(0)
+        kids.append(pid)
+    if conns == 1:
+        open(ready, "w").close()
+    for pid in kids:
+        os.waitpid(pid, 0)
     s.close()
-print(f"writer: {conns} connections, {sent} messages")
+print(f"writer: {conns} connections")
 PY
 writer=$!
 pids+=("$writer")
+uagent_pid=$(pgrep -P "$uagent") # under timeout: the agent is its child
 nsenter --net="/run/netns/$ns_b" python3 - "$tmp/agent-u.sock" "$if_b" "$tmp/u/hostile.stop" \
-	>"$tmp/linger.out" 2>&1 <<'PY' &
-import os, socket, struct, sys, time
-path, ifname, stop = sys.argv[1:4]
+	"$tmp/u/linger.ready" "$uagent_pid" >"$tmp/linger.out" 2>&1 <<'PY' &
+import os, signal, socket, struct, sys, time
+path, ifname, stop, ready, agent = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 def msg(op, queue=0):
     m = bytearray(328)
     struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, op, 0, queue, ifname.encode())
     return bytes(m)
-lis = socket.socket(); lis.bind(("127.0.0.1", 0)); lis.listen(64)
+lis = socket.socket(); lis.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+lis.bind(("127.0.0.1", 0)); lis.listen(64)
 a = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); a.settimeout(5); a.connect(path)
 a.send(msg(1)); a.recv(4096)
 peers, passed, deadline = [], 0, time.time() + 120
-while not os.path.exists(stop) and time.time() < deadline and passed < 200:
+while not os.path.exists(stop) and time.time() < deadline and passed < 2000:
     t = socket.socket()
-    t.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
     t.connect(lis.getsockname())
     peer, _ = lis.accept()            # never read: the window closes, the data stays unsent
-    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     peers.append(peer)
     t.setblocking(False)
     try:
@@ -594,19 +604,30 @@ while not os.path.exists(stop) and time.time() < deadline and passed < 200:
     except BlockingIOError:
         pass
     t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
+    # the agent held still while the socket goes and ours is closed, so that the agent's copy
+    # is the last (else a race, which the agent, woken at once, often wins)
+    os.kill(agent, signal.SIGSTOP)
+    a.sendmsg([msg(2, 0)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", t.fileno()))])
+    t.close()
+    os.kill(agent, signal.SIGCONT)
+    passed += 1
     try:
-        a.sendmsg([msg(2, 0)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", t.fileno()))])
         a.recv(4096)
     except OSError as e:
-        print(f"linger: the agent did not answer a pass: {e}"); break
-    t.close()                         # the agent holds the last reference
-    passed += 1
-    time.sleep(0.02)
+        print(f"linger: the agent did not answer pass {passed}: {e}")
+        open(ready, "w").close(); break
+    if passed == 20:
+        open(ready, "w").close()
+    if len(peers) > 200:
+        peers.pop(0).close()
 print(f"linger: {passed} lingering sockets handed over")
+sys.stdout.flush()
+while not os.path.exists(stop) and time.time() < deadline:
+    time.sleep(0.05) # the receiving ends stay open (closed, they would reset the lingerers)
 PY
 linger=$!
 pids+=("$linger")
-sleep 1
+wait_until 100 test -e "$tmp/u/writer.ready" -a -e "$tmp/u/linger.ready" || true
 rounds=$(run_bounded 120 nsenter --net="/run/netns/$ns_b" "$xsk_hold" "$if_b" 1 0 --rounds 1000 \
 	"$tmp/agent-u.sock" 2>&1 || true)
 touch "$tmp/u/hostile.stop"
