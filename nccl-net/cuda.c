@@ -11,8 +11,15 @@
  * message's frames, taken in order from the pool) go as one cudaMemcpy2DAsync; the rest one
  * cudaMemcpyAsync each.
  *
- * One GPU per process, as NCCL runs one rank per GPU: the streams belong to the device that was
- * current when the first GPU buffer was registered, and a thread that copies makes it current.
+ * One GPU per process, as NCCL runs one rank per GPU: the streams belong to the device of the
+ * first GPU buffer registered, and every thread makes that device current before it creates a
+ * stream, copies or waits. harp's keeper thread runs copies too and has no device of its own: a
+ * stream it made before setting one would land on GPU 0, and every rank of a node would open a
+ * context on GPU 0 and copy through it.
+ *
+ * CUDA's types, constants and function types come from CUDA's own cuda_runtime_api.h where the
+ * build found it (HARP_CUDA_HEADERS: the compiler checks every call against CUDA's declaration);
+ * elsewhere from the few declarations below, which say the same.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,22 +33,42 @@
 #include "plugin.h"
 #include "cuda.h"
 
+#ifdef HARP_CUDA_HEADERS
+#include <cuda_runtime_api.h>
+
+typedef cudaError_t cuda_err;
+typedef cudaStream_t cuda_stream;
+#define CUDA_SUCCESS		 cudaSuccess
+#define CUDA_ERR_HOST_REGISTERED cudaErrorHostMemoryAlreadyRegistered
+#define CUDA_MEMCPY_DEFAULT	 cudaMemcpyDefault
+#define CUDA_STREAM_NON_BLOCKING cudaStreamNonBlocking
+#define CUDA_MEMORY_TYPE_DEVICE	 cudaMemoryTypeDevice
+/* a pointer to runtime function sym, of the type CUDA declares for it */
+#define CUDA_FN(field, sym, ret, params) __typeof__(sym) *field
+#else
 typedef int cuda_err;
 typedef void *cuda_stream;
-#define CUDA_SUCCESS 0
-#define CUDA_ERR_HOST_REGISTERED 712 /* cudaErrorHostMemoryAlreadyRegistered */
-#define CUDA_MEMCPY_DEFAULT 4	     /* cudaMemcpyDefault: the direction from the pointers */
-#define CUDA_STREAM_NON_BLOCKING 1
-#define CUDA_MEMORY_TYPE_DEVICE 2 /* cudaMemoryTypeDevice */
-#define HP_CUDA_LANES 64	  /* engines per device (HARP_QUEUES takes at most 64) */
-
-/* cudaPointerAttributes, as CUDA 11 and later lay it out */
-struct cuda_ptr_attrs {
+/*
+ * The runtime's pointer attributes (CUDA 11 and later): memory type, device, two pointers, and
+ * then reserved words the runtime writes too (64 bytes of them in CUDA 13: a struct of only the
+ * four had it write past its end). Room for more than that.
+ */
+struct cudaPointerAttributes {
 	int type;
 	int device;
-	void *device_pointer;
-	void *host_pointer;
+	void *devicePointer;
+	void *hostPointer;
+	long reserved[32];
 };
+#define CUDA_SUCCESS		 0
+#define CUDA_ERR_HOST_REGISTERED 712 /* part or all of the range is registered already */
+#define CUDA_MEMCPY_DEFAULT	 4   /* the copy's direction read from the pointers */
+#define CUDA_STREAM_NON_BLOCKING 1   /* does not wait for the legacy default stream */
+#define CUDA_MEMORY_TYPE_DEVICE	 2
+#define CUDA_FN(field, sym, ret, params) ret(*field) params
+#endif
+
+#define HP_CUDA_LANES 64 /* engines per device (HARP_QUEUES takes at most 64) */
 
 static struct {
 	pthread_mutex_t lock;
@@ -49,19 +76,21 @@ static struct {
 	char why[256]; /* why not, when !ok */
 	char name[64]; /* the library loaded */
 	void *lib;
-	int device; /* -1 until the first GPU buffer is registered */
-	cuda_err (*get_device)(int *);
-	cuda_err (*set_device)(int);
-	cuda_err (*stream_create)(cuda_stream *, unsigned int);
-	cuda_err (*stream_destroy)(cuda_stream);
-	cuda_err (*stream_sync)(cuda_stream);
-	cuda_err (*memcpy_async)(void *, const void *, size_t, int, cuda_stream);
-	cuda_err (*memcpy_2d_async)(void *, size_t, const void *, size_t, size_t, size_t, int,
-				    cuda_stream);
-	cuda_err (*host_register)(void *, size_t, unsigned int);
-	cuda_err (*host_unregister)(void *);
-	cuda_err (*pointer_attrs)(struct cuda_ptr_attrs *, const void *);
-	const char *(*error_string)(cuda_err);
+	int device; /* -1 until the first GPU buffer is registered; atomic loads and stores */
+	CUDA_FN(get_device, cudaGetDevice, cuda_err, (int *));
+	CUDA_FN(set_device, cudaSetDevice, cuda_err, (int));
+	CUDA_FN(stream_create, cudaStreamCreateWithFlags, cuda_err, (cuda_stream *, unsigned int));
+	CUDA_FN(stream_destroy, cudaStreamDestroy, cuda_err, (cuda_stream));
+	CUDA_FN(stream_sync, cudaStreamSynchronize, cuda_err, (cuda_stream));
+	CUDA_FN(memcpy_async, cudaMemcpyAsync, cuda_err,
+		(void *, const void *, size_t, int, cuda_stream));
+	CUDA_FN(memcpy_2d_async, cudaMemcpy2DAsync, cuda_err,
+		(void *, size_t, const void *, size_t, size_t, size_t, int, cuda_stream));
+	CUDA_FN(host_register, cudaHostRegister, cuda_err, (void *, size_t, unsigned int));
+	CUDA_FN(host_unregister, cudaHostUnregister, cuda_err, (void *));
+	CUDA_FN(pointer_attrs, cudaPointerGetAttributes, cuda_err,
+		(struct cudaPointerAttributes *, const void *));
+	CUDA_FN(error_string, cudaGetErrorString, const char *, (cuda_err));
 } cu = { .lock = PTHREAD_MUTEX_INITIALIZER, .device = -1 };
 
 /* One harp device's lanes. */
@@ -151,21 +180,31 @@ bool hp_cuda_start(void)
 	return cu.ok;
 }
 
-/* The calling thread copies on the streams' device. */
+/*
+ * The GPU buffers' device made current on the calling thread, before it creates a stream, copies
+ * or waits. Asked each time rather than remembered per thread: the caller's own code (NCCL's
+ * proxy thread) may set another device in between. The device is left current afterwards: on
+ * NCCL's threads it is the rank's own already, and putting back what cudaGetDevice reports on a
+ * thread that never chose one (harp's keeper) would make GPU 0 current, the context this avoids.
+ */
 static int cuda_on_device(void)
 {
-	static __thread int current = -1;
+	int want = __atomic_load_n(&cu.device, __ATOMIC_ACQUIRE), now = -1;
 	cuda_err e;
 
-	if (current == cu.device) {
+	if (want < 0) {
+		return 0; /* no GPU buffer yet, so nothing to copy */
+	}
+	if (cu.get_device(&now) == CUDA_SUCCESS && now == want) {
 		return 0;
 	}
-	e = cu.set_device(cu.device);
+	e = cu.set_device(want);
 	if (e != CUDA_SUCCESS) {
-		HP_WARN("cudaSetDevice(%d): %s", cu.device, cuda_str(e));
+		HP_WARN("cudaSetDevice(%d), the device of the GPU buffers, on a thread where GPU %d "
+			"was current: %s",
+			want, now, cuda_str(e));
 		return -EIO;
 	}
-	current = cu.device;
 	return 0;
 }
 
@@ -182,7 +221,8 @@ static cuda_stream lane_stream(struct hp_cuda_dev *d, int lane)
 	if (s) {
 		return s;
 	}
-	/* one thread at a time per lane (harp's rule), so only the lane's first copy gets here */
+	/* one thread at a time per lane (harp's rule), so only the lane's first copy gets here,
+	 * with the buffers' device current (cuda_on_device): the stream is that device's */
 	e = cu.stream_create(&s, CUDA_STREAM_NON_BLOCKING);
 	if (e != CUDA_SUCCESS) {
 		HP_WARN("cudaStreamCreateWithFlags for copy lane %d: %s", lane, cuda_str(e));
@@ -219,13 +259,17 @@ static int grid_run(const struct harp_copy *v, int n, size_t *dpitch, size_t *sp
 static int cuda_copy(void *arg, int lane, enum harp_copy_dir dir, const struct harp_copy *v,
 		     int n)
 {
-	cuda_stream s = lane_stream(arg, lane);
 	size_t dpitch, spitch;
+	cuda_stream s;
 	cuda_err e;
 	int i, k;
 
 	/* the direction is for the log: cudaMemcpyDefault reads it from the pointers */
-	if (!s || cuda_on_device()) {
+	if (cuda_on_device()) {
+		return -EIO;
+	}
+	s = lane_stream(arg, lane);
+	if (!s) {
 		return -EIO;
 	}
 	for (i = 0; i < n; i += k) {
@@ -248,10 +292,14 @@ static int cuda_copy(void *arg, int lane, enum harp_copy_dir dir, const struct h
 
 static int cuda_wait(void *arg, int lane)
 {
-	cuda_stream s = lane_stream(arg, lane);
+	cuda_stream s;
 	cuda_err e;
 
-	if (!s || cuda_on_device()) {
+	if (cuda_on_device()) {
+		return -EIO;
+	}
+	s = lane_stream(arg, lane);
+	if (!s) {
 		return -EIO;
 	}
 	e = cu.stream_sync(s);
@@ -284,6 +332,7 @@ static int cuda_host_register(void *arg, void *addr, size_t len)
 static void cuda_host_unregister(void *arg, void *addr)
 {
 	(void)arg;
+	(void)cuda_on_device(); /* the frames were registered with the device current */
 	(void)cu.host_unregister(addr); /* one that was never registered says so; nothing lost */
 }
 
@@ -328,27 +377,113 @@ void hp_cuda_detach(struct hp_cuda_dev *d)
 	free(d);
 }
 
+/*
+ * The GPU whose memory p is (>= 0), or -1 when CUDA says p is not GPU memory, or -2 with *e set
+ * when CUDA could not tell.
+ */
+static int cuda_gpu_of(const void *p, cuda_err *e)
+{
+	struct cudaPointerAttributes a;
+
+	memset(&a, 0, sizeof(a));
+	*e = cu.pointer_attrs(&a, p);
+	if (*e != CUDA_SUCCESS) {
+		return -2;
+	}
+	return a.type == CUDA_MEMORY_TYPE_DEVICE ? a.device : -1;
+}
+
+/* The address of the last byte of addr+len (len 0: addr); false when the range wraps. */
+static bool cuda_last_byte(const void *addr, size_t len, const void **last)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	*last = addr;
+	if (len && len - 1 > UINTPTR_MAX - a) {
+		return false;
+	}
+	*last = (const void *)(a + (len ? len - 1 : 0));
+	return true;
+}
+
+/*
+ * Both ends of a GPU buffer are checked: a range that starts in an allocation and runs past its
+ * end would have harp's copies read or write memory that is not the buffer's.
+ */
 int hp_cuda_check(const void *addr, size_t len, char *why, size_t whylen)
 {
-	struct cuda_ptr_attrs a = { 0 };
-	cuda_err e = cu.pointer_attrs(&a, addr);
-	int dev;
+	const void *last;
+	int first_gpu, last_gpu, dev;
+	cuda_err e;
 
-	if (e != CUDA_SUCCESS || a.type != CUDA_MEMORY_TYPE_DEVICE) {
+	if (!cuda_last_byte(addr, len, &last)) {
+		snprintf(why, whylen, "%p+%zu runs past the end of the address space", addr, len);
+		return -EINVAL;
+	}
+	first_gpu = cuda_gpu_of(addr, &e);
+	if (first_gpu < 0) {
 		snprintf(why, whylen, "%p+%zu is not GPU memory (%s)", addr, len,
-			 e != CUDA_SUCCESS ? cuda_str(e) : "cudaPointerGetAttributes says so");
+			 first_gpu == -2 ? cuda_str(e) : "cudaPointerGetAttributes says so");
+		return -EINVAL;
+	}
+	last_gpu = cuda_gpu_of(last, &e);
+	if (last_gpu != first_gpu) {
+		char what[96];
+
+		if (last_gpu == -2) {
+			snprintf(what, sizeof(what), "of unknown kind (%s)", cuda_str(e));
+		} else if (last_gpu == -1) {
+			snprintf(what, sizeof(what), "not GPU memory");
+		} else {
+			snprintf(what, sizeof(what), "on GPU %d", last_gpu);
+		}
+		snprintf(why, whylen, "%p+%zu starts in GPU %d's memory, but its last byte %p is %s: "
+			 "the range runs past the end of its GPU allocation",
+			 addr, len, first_gpu, last, what);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&cu.lock);
 	if (cu.device < 0) {
-		cu.device = a.device; /* the first GPU buffer's: the streams go there */
+		/* the first GPU buffer's: the streams go there */
+		__atomic_store_n(&cu.device, first_gpu, __ATOMIC_RELEASE);
 	}
 	dev = cu.device;
 	pthread_mutex_unlock(&cu.lock);
-	if (a.device != dev) {
+	if (first_gpu != dev) {
 		snprintf(why, whylen, "%p+%zu is on GPU %d, but this process copies on GPU %d "
 			 "(one GPU per process)",
-			 addr, len, a.device, dev);
+			 addr, len, first_gpu, dev);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Host memory must not be GPU memory at either end: harp reads and writes a host buffer itself,
+ * and the CPU cannot reach GPU memory (what lies between the ends, CUDA cannot say in one call).
+ */
+int hp_cuda_check_host(const void *addr, size_t len, char *why, size_t whylen)
+{
+	const void *last;
+	int gpu;
+	cuda_err e;
+
+	if (!cuda_last_byte(addr, len, &last)) {
+		snprintf(why, whylen, "%p+%zu runs past the end of the address space", addr, len);
+		return -EINVAL;
+	}
+	gpu = cuda_gpu_of(addr, &e);
+	if (gpu >= 0) {
+		snprintf(why, whylen, "%p+%zu is GPU %d's memory, registered as host memory "
+			 "(NCCL_PTR_HOST); GPU memory is NCCL_PTR_CUDA",
+			 addr, len, gpu);
+		return -EINVAL;
+	}
+	gpu = cuda_gpu_of(last, &e);
+	if (gpu >= 0) {
+		snprintf(why, whylen, "%p+%zu is registered as host memory (NCCL_PTR_HOST), but its "
+			 "last byte %p is GPU %d's memory: the range runs into a GPU allocation",
+			 addr, len, last, gpu);
 		return -EINVAL;
 	}
 	return 0;

@@ -18,7 +18,12 @@ bool hp_cuda_start(void);
 int hp_cuda_attach(struct harp_ctx *ctx, struct hp_cuda_dev **out);
 /* After ctx is destroyed: its streams go. Accepts NULL. */
 void hp_cuda_detach(struct hp_cuda_dev *d);
-/* 0 when addr+len is memory of this process's GPU; else -EINVAL and why. */
+/*
+ * After hp_cuda_start() found CUDA. 0 when addr+len is memory of this process's GPU, its first
+ * and its last byte; else -EINVAL and why (a range that runs past its allocation's end, too).
+ */
 int hp_cuda_check(const void *addr, size_t len, char *why, size_t whylen);
+/* Likewise: 0 when neither the first nor the last byte of addr+len is GPU memory. */
+int hp_cuda_check_host(const void *addr, size_t len, char *why, size_t whylen);
 
 #endif

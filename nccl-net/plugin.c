@@ -4,8 +4,8 @@
  * comm. NCCL's service thread calls listen/connect/accept while its proxy threads call
  * isend/irecv/test on other comms; harp allows exactly that (set-up and data from two threads,
  * one comm's data from one thread), so the locks here guard only process-wide state: g.lock the
- * device list, the connects in progress, the comm count and the pool of closed comms; live.lock
- * the set of handles handed to NCCL.
+ * device list, the connects in progress, the comm count, the pool of closed comms and the memory
+ * registrations; live.lock the set of handles handed to NCCL.
  *
  * Every harp error is a negative errno; hp_result() is the one place it becomes an
  * ncclResult_t. Requests are harp's own, wrapped only to remember how many sizes test() reports.
@@ -58,7 +58,21 @@ static struct {
 	/* closed comms, oldest first, for comm_new to use again: a comm's memory is never given
 	 * back while the plugin is loaded (comm_enter) */
 	struct hp_comm *pool_head, *pool_tail;
+	struct hp_mr *mrs; /* every memory handle NCCL holds, released by harp or not */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * A memory handle handed to NCCL. harp's region (mr) goes when NCCL deregisters it, or with
+ * harp's contexts at the last finalize if NCCL has not by then: NCCL may still deregister it
+ * after that (its order is not harp's to choose), so the handle itself stays, empty, until NCCL
+ * does or the plugin is unloaded, and a late deregMr finds it and only says so.
+ */
+struct hp_mr {
+	struct harp_mr *mr; /* NULL once harp's context closed under it */
+	void *addr;	    /* what was registered, for the messages */
+	size_t len;
+	struct hp_mr *prev, *next; /* g.mrs, under g.lock */
+};
 
 /* One init's context (v11 and later); the older tables share one. Names its communicator. */
 struct hp_ctx {
@@ -191,6 +205,26 @@ static uint64_t mac_guid(const char *ifname)
 	return guid;
 }
 
+/* Under g.lock, before harp's contexts go: what NCCL still has registered is released. */
+static void mrs_release(void)
+{
+	struct hp_mr *m;
+	int n = 0;
+
+	for (m = g.mrs; m; m = m->next) {
+		if (m->mr) {
+			harp_mr__dereg(m->mr);
+			m->mr = NULL;
+			n++;
+		}
+	}
+	if (n) {
+		HP_INFO("%d memory registration%s NCCL still held released as harp closes; a later "
+			"deregMr of %s only says so",
+			n, n == 1 ? "" : "s", n == 1 ? "it" : "one");
+	}
+}
+
 static void devices_destroy(void)
 {
 	int i;
@@ -198,6 +232,7 @@ static void devices_destroy(void)
 	if (g.ndev) {
 		HP_INFO("harp closed on %d device%s", g.ndev, g.ndev == 1 ? "" : "s");
 	}
+	mrs_release();
 	for (i = 0; i < g.ndev; i++) {
 		harp_ctx__destroy(g.dev[i].ctx);
 		hp_cuda_detach(g.dev[i].cuda);
@@ -344,12 +379,22 @@ hnccl_result_t hp_finalize(void *ctx)
 	return HNCCL_SUCCESS;
 }
 
-/* dlclose() or exit without finalize (the v8-v10 tables have none): detach from the NICs. */
+/*
+ * dlclose() or exit without finalize (the v8-v10 tables have none): detach from the NICs. The
+ * memory handles NCCL never deregistered go too.
+ */
 __attribute__((destructor)) static void hp_unload(void)
 {
+	struct hp_mr *m;
+
 	pthread_mutex_lock(&g.lock);
 	if (g.ndev) {
 		devices_destroy();
+	}
+	while ((m = g.mrs)) {
+		g.mrs = m->next;
+		harp_mr__dereg(m->mr); /* NULL: released with its context already */
+		free(m);
 	}
 	pthread_mutex_unlock(&g.lock);
 }
@@ -913,35 +958,62 @@ hnccl_result_t hp_close_recv(void *recv_comm)
 
 /* ---- memory ------------------------------------------------------------------------------------ */
 
-static hnccl_result_t reg_mr_in(struct hp_comm *c, void *data, size_t size, int type,
-				void **mhandle)
+/* harp's region for data+size of this type; GPU memory checked at both ends (cuda.c). */
+static hnccl_result_t mr_reg_harp(struct hp_comm *c, void *data, size_t size, int type,
+				  struct harp_mr **mr)
 {
-	struct harp_mr *mr;
-	char why[160];
-	int err;
+	char why[256];
 
 	if (type == HNCCL_PTR_CUDA && c->dev->cuda) {
 		if (hp_cuda_check(data, size, why, sizeof(why))) {
 			HP_WARN("regMr: %s", why);
 			return HNCCL_INVALID_ARGUMENT;
 		}
-		err = harp_mr__reg_device(c->dev->ctx, data, size, &mr);
-	} else if (type != HNCCL_PTR_HOST) {
+		return hp_result(harp_mr__reg_device(c->dev->ctx, data, size, mr));
+	}
+	if (type != HNCCL_PTR_HOST) {
 		HP_WARN("regMr: memory type %d is not host memory; harp takes %s (ptrSupport says "
 			"so)",
 			type, c->dev->cuda ? "host and GPU memory" : "host memory only");
 		return HNCCL_INVALID_ARGUMENT;
-	} else {
-		err = harp_mr__reg(c->dev->ctx, data, size, &mr);
 	}
-	if (err) {
-		return hp_result(err);
+	if (c->dev->cuda && hp_cuda_check_host(data, size, why, sizeof(why))) {
+		HP_WARN("regMr: %s", why);
+		return HNCCL_INVALID_ARGUMENT;
 	}
-	if (!live_add(mr, LIVE_MR)) {
-		harp_mr__dereg(mr);
+	return hp_result(harp_mr__reg(c->dev->ctx, data, size, mr));
+}
+
+static hnccl_result_t reg_mr_in(struct hp_comm *c, void *data, size_t size, int type,
+				void **mhandle)
+{
+	struct hp_mr *m = calloc(1, sizeof(*m));
+	hnccl_result_t res;
+
+	if (!m) {
 		return HNCCL_SYSTEM_ERROR;
 	}
-	*mhandle = mr;
+	res = mr_reg_harp(c, data, size, type, &m->mr);
+	if (res != HNCCL_SUCCESS) {
+		free(m);
+		return res;
+	}
+	m->addr = data;
+	m->len = size;
+	if (!live_add(m, LIVE_MR)) {
+		harp_mr__dereg(m->mr);
+		free(m);
+		return HNCCL_SYSTEM_ERROR;
+	}
+	/* inside an open comm, so harp's contexts stay until this is listed (g.comms > 0) */
+	pthread_mutex_lock(&g.lock);
+	m->next = g.mrs;
+	if (g.mrs) {
+		g.mrs->prev = m;
+	}
+	g.mrs = m;
+	pthread_mutex_unlock(&g.lock);
+	*mhandle = m;
 	return HNCCL_SUCCESS;
 }
 
@@ -966,24 +1038,54 @@ hnccl_result_t hp_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, u
 	(void)offset;
 	*mhandle = NULL;
 	HP_WARN("regMrDmaBuf (fd %d, %p+%zu, type %d): harp does not take DMA-BUF memory; its "
-		"ptrSupport is host memory only",
+		"ptrSupport has no NCCL_PTR_DMABUF",
 		fd, data, size, type);
 	return HNCCL_INVALID_USAGE;
 }
 
+/*
+ * The comm may be closed already, and harp's contexts too (after the last finalize): the region
+ * belongs to the device's context, not to the comm, and went with the context if it went. Only
+ * the handle is read, and only once the live set says it is one.
+ */
 hnccl_result_t hp_dereg_mr(void *comm, void *mhandle)
 {
-	(void)comm; /* NCCL deregisters after closing the comm it registered on */
-	if (!mhandle) {
+	struct hp_mr *m = mhandle;
+	bool released = false, found;
+
+	(void)comm;
+	if (!m) {
 		return HNCCL_SUCCESS;
 	}
-	if (!live_del(mhandle, LIVE_MR)) {
+	/* under g.lock: harp's contexts cannot close (devices_destroy) between the lookup and
+	 * harp_mr__dereg, and a second deregMr of m finds it gone */
+	pthread_mutex_lock(&g.lock);
+	found = live_del(m, LIVE_MR);
+	if (found) {
+		if (m->prev) {
+			m->prev->next = m->next;
+		} else {
+			g.mrs = m->next;
+		}
+		if (m->next) {
+			m->next->prev = m->prev;
+		}
+		released = !m->mr;
+		harp_mr__dereg(m->mr);
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (!found) {
 		HP_WARN("deregMr: %p is not a registered harp memory handle (deregistered already, "
 			"or never one)",
 			mhandle);
 		return HNCCL_INVALID_ARGUMENT;
 	}
-	harp_mr__dereg(mhandle);
+	if (released) {
+		HP_WARN("deregMr of %p (%p+%zu) after harp closed (the last finalize, or the last "
+			"comm closed after it): harp released that memory then; nothing left to do",
+			mhandle, m->addr, m->len);
+	}
+	free(m);
 	return HNCCL_SUCCESS;
 }
 
@@ -1005,6 +1107,12 @@ hnccl_result_t hp_irecv_consumed(void *recv_comm, int n, void *request)
 
 /* ---- data --------------------------------------------------------------------------------------- */
 
+/* harp's region behind a memory handle NCCL passes, or NULL when it is none (or released). */
+static struct harp_mr *mr_of(void *mhandle)
+{
+	return live_has(mhandle, LIVE_MR) ? ((struct hp_mr *)mhandle)->mr : NULL;
+}
+
 static struct hp_req *req_get(struct hp_comm *c)
 {
 	struct hp_req *r = c->free_reqs;
@@ -1025,12 +1133,16 @@ static void req_put(struct hp_comm *c, struct hp_req *r)
 static hnccl_result_t isend_in(struct hp_comm *c, void *data, size_t size, int tag,
 			       void *mhandle, void **request)
 {
+	struct harp_mr *mr = NULL;
 	struct hp_req *r;
 	int err;
 
-	if (mhandle && !live_has(mhandle, LIVE_MR)) {
-		HP_WARN("isend: %p is not a registered harp memory handle", mhandle);
-		return HNCCL_INVALID_ARGUMENT;
+	if (mhandle) {
+		mr = mr_of(mhandle);
+		if (!mr) {
+			HP_WARN("isend: %p is not a registered harp memory handle", mhandle);
+			return HNCCL_INVALID_ARGUMENT;
+		}
 	}
 	if (size > HP_MAX_MSG) {
 		HP_WARN("isend of %zu bytes: larger than maxP2pBytes (%llu)", size, HP_MAX_MSG);
@@ -1040,7 +1152,7 @@ static hnccl_result_t isend_in(struct hp_comm *c, void *data, size_t size, int t
 	if (!r) {
 		return HNCCL_SUCCESS; /* NCCL retries */
 	}
-	err = harp_conn__isend(c->conn, data, size, (uint32_t)tag, mhandle, &r->req);
+	err = harp_conn__isend(c->conn, data, size, (uint32_t)tag, mr, &r->req);
 	if (err) {
 		req_put(c, r);
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
@@ -1068,6 +1180,7 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 static hnccl_result_t irecv_in(struct hp_comm *c, int n, void **data, const size_t *sizes,
 			       const int *tags, void **mhandles, void **request)
 {
+	struct harp_mr *mrs[HP_MAX_RECVS];
 	uint32_t utags[HP_MAX_RECVS];
 	struct hp_req *r;
 	int err, i;
@@ -1077,7 +1190,8 @@ static hnccl_result_t irecv_in(struct hp_comm *c, int n, void **data, const size
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	for (i = 0; i < n; i++) {
-		if (mhandles && mhandles[i] && !live_has(mhandles[i], LIVE_MR)) {
+		mrs[i] = mhandles && mhandles[i] ? mr_of(mhandles[i]) : NULL;
+		if (mhandles && mhandles[i] && !mrs[i]) {
 			HP_WARN("irecv: buffer %d's %p is not a registered harp memory handle", i,
 				mhandles[i]);
 			return HNCCL_INVALID_ARGUMENT;
@@ -1088,8 +1202,7 @@ static hnccl_result_t irecv_in(struct hp_comm *c, int n, void **data, const size
 	if (!r) {
 		return HNCCL_SUCCESS;
 	}
-	err = harp_conn__irecv(c->conn, n, data, sizes, utags, (struct harp_mr **)mhandles,
-			       &r->req);
+	err = harp_conn__irecv(c->conn, n, data, sizes, utags, mrs, &r->req);
 	if (err) {
 		req_put(c, r);
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);

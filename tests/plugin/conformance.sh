@@ -124,10 +124,10 @@ load=${load_as:-$plugin}
 # harp refuses HARP_* variables it does not know; this one belongs to the netns scripts.
 unset HARP_XFER
 
-fail=0
+fail=0 # failures so far: a case failed when the count grew during it
 report() {
 	echo "conformance: FAIL $*"
-	fail=1
+	fail=$((fail + 1))
 }
 
 # check_symbols: the .so's dynamic symbol table defines exactly NCCL's five tables.
@@ -152,7 +152,7 @@ check_symbols() {
 
 if [[ $only == symbols ]]; then
 	check_symbols
-	exit "$fail"
+	exit $((fail ? 1 : 0))
 fi
 
 if [[ -z $driver || ! -x $driver ]]; then
@@ -515,4 +515,4 @@ echo "conformance: versions=$versions scenarios=$scenarios queues=$queues device
 	"client_env='$client_env'" \
 	"valgrind=$use_valgrind peer_timeout_ms=$peer_timeout_ms seconds=$(((t_end - t_start) / 1000000))" \
 	"result=$( ((fail)) && echo FAIL || echo PASS)"
-exit "$fail"
+exit $((fail ? 1 : 0))

@@ -5,17 +5,29 @@
  *
  * - Device memory (cudaMalloc) is a memfd mapped twice: the pointers handed out lie in a view
  *   mapped PROT_NONE, so anything that reads or writes them directly (instead of through a copy)
- *   dies with SIGSEGV; the copies reach the bytes through a second, writable view.
+ *   dies with SIGSEGV; the copies reach the bytes through a second, writable view. Each
+ *   allocation is recorded with its device and has unallocated bytes before it, so a range that
+ *   runs past an allocation's end reaches memory that cudaPointerGetAttributes calls no device's,
+ *   and a copy into or out of it fails (counted).
  * - cudaMemcpyAsync and cudaMemcpy2DAsync only queue on their stream; the bytes move when the
  *   stream is synchronized. A receive the plugin completed before waiting would hold stale bytes,
  *   and the driver, which reads every byte back with cudaMemcpy, would see it.
  * - The host side of every asynchronous copy must lie in memory given to cudaHostRegister (the
  *   frames): a copy from or to anywhere else is counted, as a second, staged copy would be.
+ * - FAKE_CUDART_DEVICES=N (1 to FAKE_CUDART_MAX_DEVICES, default 1) devices. Each thread has a
+ *   current device, 0 until it calls cudaSetDevice, as the runtime keeps one per thread;
+ *   cudaMalloc allocates on it and a stream belongs to it. Every copy records the device current
+ *   when it was queued and its stream's, and counts those that are not its device memory's (a
+ *   stream made on GPU 0 for GPU 1's buffers: a context on GPU 0 copying them); so is a wait
+ *   while another device than its stream's is current.
  * - FAKE_CUDART_NO_DEVICE=1 makes cudaGetDevice fail as on a node without a GPU.
  * - FAKE_CUDART_FAIL_AFTER=N makes every copy after the first N fail, and every wait after that,
  *   as a GPU fault does (CUDA's errors stick); what was queued is lost.
  *
- * fake_cudart_report() returns the counts, for the driver to print and check.
+ * Where the build found CUDA's cuda_runtime_api.h (HARP_CUDA_HEADERS), every function here is
+ * defined against CUDA's own declaration of it, with CUDA's types and error codes, so the
+ * compiler holds the stand-in to the real runtime's interface. fake_cudart_report() returns the
+ * counts, for the driver to print and check.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -28,15 +40,47 @@
 
 #include "fake_cudart.h"
 
-#define EXPORT __attribute__((visibility("default")))
-#define ERR_INVALID_VALUE 1
-#define ERR_MEMORY_ALLOCATION 2
-#define ERR_NO_DEVICE 100
-#define ERR_ILLEGAL_ADDRESS 700
-#define ERR_HOST_REGISTERED 712
+#ifdef HARP_CUDA_HEADERS
+#include <cuda_runtime_api.h>
+
+typedef cudaError_t fake_err;
+typedef cudaStream_t fake_stream_t;
+typedef enum cudaMemcpyKind fake_kind;
+#define ERR_INVALID_VALUE     cudaErrorInvalidValue
+#define ERR_MEMORY_ALLOCATION cudaErrorMemoryAllocation
+#define ERR_NO_DEVICE	      cudaErrorNoDevice
+#define ERR_INVALID_DEVICE    cudaErrorInvalidDevice
+#define ERR_ILLEGAL_ADDRESS   cudaErrorIllegalAddress
+#define ERR_HOST_REGISTERED   cudaErrorHostMemoryAlreadyRegistered
+#define ERR_HOST_NOT_REGISTERED cudaErrorHostMemoryNotRegistered
+#define MEMORY_HOST	      cudaMemoryTypeHost
+#define MEMORY_DEVICE	      cudaMemoryTypeDevice
+#else
+typedef int fake_err;
+typedef void *fake_stream_t;
+typedef int fake_kind;
+/* the runtime's pointer attributes (CUDA 11 and later): memory type, device, two pointers */
+struct cudaPointerAttributes {
+	int type;
+	int device;
+	void *devicePointer;
+	void *hostPointer;
+};
+#define ERR_INVALID_VALUE	1
+#define ERR_MEMORY_ALLOCATION	2
+#define ERR_NO_DEVICE		100
+#define ERR_INVALID_DEVICE	101
+#define ERR_ILLEGAL_ADDRESS	700
+#define ERR_HOST_REGISTERED	712
 #define ERR_HOST_NOT_REGISTERED 713
+#define MEMORY_HOST		1
+#define MEMORY_DEVICE		2
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
 #define DEVICE_BYTES (4ull << 30) /* sparse: pages exist once written */
-#define MAX_REGIONS 256
+#define ALLOC_GAP    4096	  /* unallocated bytes before each allocation */
+#define MAX_REGIONS  256
 
 struct op {
 	uint8_t *dst;
@@ -48,6 +92,13 @@ struct stream {
 	pthread_mutex_t lock;
 	struct op *ops;
 	size_t n, cap;
+	int device; /* current when it was created */
+};
+
+struct alloc {
+	uint8_t *addr;
+	size_t len;
+	int device;
 };
 
 static struct {
@@ -56,15 +107,45 @@ static struct {
 	uint8_t *dev;	 /* the view handed out: PROT_NONE */
 	uint8_t *shadow; /* the same pages, writable */
 	size_t used;
+	struct alloc *allocs; /* cudaMalloc's, not yet freed */
+	int nallocs, allocs_cap;
 	struct {
 		uint8_t *addr;
 		size_t len;
+		int device;
 	} region[MAX_REGIONS];
 	int nregions;
 	struct fake_cudart_report r;
 	uint64_t queued;	 /* copies queued so far */
 	_Atomic bool failed; /* FAKE_CUDART_FAIL_AFTER reached */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The calling thread's current device: 0 until it sets one, as in the runtime. */
+static __thread int current_device;
+
+/* FAKE_CUDART_DEVICES, read once; 0 with FAKE_CUDART_NO_DEVICE=1. */
+static int device_count(void)
+{
+	static int n = -1;
+	const char *none = getenv("FAKE_CUDART_NO_DEVICE");
+	const char *v = getenv("FAKE_CUDART_DEVICES");
+	int got = __atomic_load_n(&n, __ATOMIC_RELAXED);
+
+	if (got >= 0) {
+		return got;
+	}
+	got = v && *v ? atoi(v) : 1;
+	if (got < 1 || got > FAKE_CUDART_MAX_DEVICES) {
+		fprintf(stderr, "fake libcudart: FAKE_CUDART_DEVICES=%s is not 1 to %d; using 1\n", v,
+			FAKE_CUDART_MAX_DEVICES);
+		got = 1;
+	}
+	if (none && strcmp(none, "1") == 0) {
+		got = 0;
+	}
+	__atomic_store_n(&n, got, __ATOMIC_RELAXED);
+	return got;
+}
 
 /* Whether this copy fails on purpose (FAKE_CUDART_FAIL_AFTER): then every later call fails. */
 static bool fail_now(void)
@@ -106,6 +187,7 @@ static bool arena_ready(void)
 	return F.ready;
 }
 
+/* p+len lies in the device arena (allocated or not). */
 static bool on_device(const void *p, size_t len)
 {
 	const uint8_t *a = p;
@@ -120,73 +202,141 @@ static uint8_t *cpu_view(const void *p)
 	return on_device(p, 1) ? F.shadow + ((const uint8_t *)p - F.dev) : (uint8_t *)p;
 }
 
-static bool host_registered(const void *p, size_t len)
+/* Under F.lock: the device of the allocation that holds all of p+len, or -1. */
+static int alloc_device(const void *p, size_t len)
 {
 	const uint8_t *a = p;
-	bool ok = false;
 	int i;
 
-	pthread_mutex_lock(&F.lock);
-	for (i = 0; i < F.nregions && !ok; i++) {
-		ok = a >= F.region[i].addr && len <= F.region[i].len &&
-		     (size_t)(a - F.region[i].addr) <= F.region[i].len - len;
+	for (i = 0; i < F.nallocs; i++) {
+		if (a >= F.allocs[i].addr && len <= F.allocs[i].len &&
+		    (size_t)(a - F.allocs[i].addr) <= F.allocs[i].len - len) {
+			return F.allocs[i].device;
+		}
 	}
-	pthread_mutex_unlock(&F.lock);
-	return ok;
+	return -1;
 }
 
-EXPORT int cudaGetDevice(int *dev)
+/* Under F.lock: the host region registered that holds all of p+len, or -1. */
+static int region_of(const void *p, size_t len)
 {
-	const char *none = getenv("FAKE_CUDART_NO_DEVICE");
+	const uint8_t *a = p;
+	int i;
 
-	if (none && strcmp(none, "1") == 0) {
+	for (i = 0; i < F.nregions; i++) {
+		if (a >= F.region[i].addr && len <= F.region[i].len &&
+		    (size_t)(a - F.region[i].addr) <= F.region[i].len - len) {
+			return i;
+		}
+	}
+	return -1;
+}
+
+EXPORT fake_err cudaGetDeviceCount(int *count)
+{
+	*count = device_count();
+	return *count ? 0 : ERR_NO_DEVICE;
+}
+
+EXPORT fake_err cudaGetDevice(int *dev)
+{
+	if (!device_count()) {
 		return ERR_NO_DEVICE;
 	}
-	*dev = 0;
+	*dev = current_device;
 	return 0;
 }
 
-EXPORT int cudaSetDevice(int dev)
+EXPORT fake_err cudaSetDevice(int dev)
 {
-	return dev == 0 ? 0 : ERR_INVALID_VALUE;
+	int n = device_count();
+
+	if (!n) {
+		return ERR_NO_DEVICE;
+	}
+	if (dev < 0 || dev >= n) {
+		return ERR_INVALID_DEVICE;
+	}
+	current_device = dev;
+	return 0;
 }
 
-EXPORT int cudaMalloc(void **p, size_t len)
+/* On the calling thread's current device, after ALLOC_GAP unallocated bytes. */
+EXPORT fake_err cudaMalloc(void **p, size_t len)
 {
+	struct alloc *more;
 	size_t at;
 
 	if (!arena_ready()) {
 		return ERR_MEMORY_ALLOCATION;
 	}
 	pthread_mutex_lock(&F.lock);
-	at = (F.used + 255) & ~(size_t)255;
+	at = (F.used + ALLOC_GAP + 255) & ~(size_t)255;
 	if (len > DEVICE_BYTES - at) {
 		pthread_mutex_unlock(&F.lock);
 		return ERR_MEMORY_ALLOCATION;
 	}
+	if (F.nallocs == F.allocs_cap) {
+		int cap = F.allocs_cap ? F.allocs_cap * 2 : 64;
+
+		more = realloc(F.allocs, (size_t)cap * sizeof(*more));
+		if (!more) {
+			pthread_mutex_unlock(&F.lock);
+			return ERR_MEMORY_ALLOCATION;
+		}
+		F.allocs = more;
+		F.allocs_cap = cap;
+	}
+	F.allocs[F.nallocs++] = (struct alloc){ .addr = F.dev + at, .len = len,
+						.device = current_device };
 	F.used = at + len;
 	pthread_mutex_unlock(&F.lock);
 	*p = F.dev + at;
 	return 0;
 }
 
-EXPORT int cudaFree(void *p)
+/* The allocation is forgotten; its space is not used again (a test allocates little). */
+EXPORT fake_err cudaFree(void *p)
 {
-	(void)p; /* the arena only grows: a test allocates little */
-	return 0;
+	int i, rc = p ? ERR_INVALID_VALUE : 0;
+
+	pthread_mutex_lock(&F.lock);
+	for (i = 0; i < F.nallocs && rc; i++) {
+		if (F.allocs[i].addr == p) {
+			F.allocs[i] = F.allocs[--F.nallocs];
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&F.lock);
+	return rc;
 }
 
-EXPORT int cudaPointerGetAttributes(struct fake_ptr_attrs *a, const void *p)
+/* Device memory (an allocation's), registered host memory, or memory CUDA knows nothing of. */
+EXPORT fake_err cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
 {
+	int dev, reg;
+
 	memset(a, 0, sizeof(*a));
-	a->type = on_device(p, 1) ? 2 : 0; /* cudaMemoryTypeDevice, or unregistered host */
-	a->device_pointer = a->type == 2 ? (void *)p : NULL;
+	pthread_mutex_lock(&F.lock);
+	dev = alloc_device(p, 1);
+	reg = dev < 0 ? region_of(p, 1) : -1;
+	if (dev >= 0) {
+		a->type = MEMORY_DEVICE;
+		a->device = dev;
+		a->devicePointer = (void *)p;
+	} else if (reg >= 0) {
+		a->type = MEMORY_HOST;
+		a->device = F.region[reg].device;
+		a->hostPointer = (void *)p;
+	}
+	pthread_mutex_unlock(&F.lock);
 	return 0;
 }
 
-EXPORT int cudaHostRegister(void *p, size_t len, unsigned int flags)
+EXPORT fake_err cudaHostRegister(void *p, size_t len, unsigned int flags)
 {
-	int i, rc = 0;
+	fake_err rc = 0;
+	int i;
 
 	(void)flags;
 	pthread_mutex_lock(&F.lock);
@@ -201,6 +351,7 @@ EXPORT int cudaHostRegister(void *p, size_t len, unsigned int flags)
 	if (!rc) {
 		F.region[F.nregions].addr = p;
 		F.region[F.nregions].len = len;
+		F.region[F.nregions].device = current_device;
 		F.nregions++;
 		F.r.host_registered++;
 	}
@@ -208,9 +359,10 @@ EXPORT int cudaHostRegister(void *p, size_t len, unsigned int flags)
 	return rc;
 }
 
-EXPORT int cudaHostUnregister(void *p)
+EXPORT fake_err cudaHostUnregister(void *p)
 {
-	int i, rc = ERR_HOST_NOT_REGISTERED;
+	fake_err rc = ERR_HOST_NOT_REGISTERED;
+	int i;
 
 	pthread_mutex_lock(&F.lock);
 	for (i = 0; i < F.nregions; i++) {
@@ -225,7 +377,8 @@ EXPORT int cudaHostUnregister(void *p)
 	return rc;
 }
 
-EXPORT int cudaStreamCreateWithFlags(void **out, unsigned int flags)
+/* On the calling thread's current device. */
+EXPORT fake_err cudaStreamCreateWithFlags(fake_stream_t *out, unsigned int flags)
 {
 	struct stream *s = calloc(1, sizeof(*s));
 
@@ -234,15 +387,45 @@ EXPORT int cudaStreamCreateWithFlags(void **out, unsigned int flags)
 		return ERR_MEMORY_ALLOCATION;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	s->device = current_device;
 	__atomic_add_fetch(&F.r.streams, 1, __ATOMIC_RELAXED);
-	*out = s;
+	__atomic_or_fetch(&F.r.stream_devices, 1ull << s->device, __ATOMIC_RELAXED);
+	*out = (fake_stream_t)s;
 	return 0;
 }
 
-/* One queued copy: exactly one side in device memory, the host side registered. */
-static int queue(struct stream *s, void *dst, const void *src, size_t len)
+/*
+ * Where a copy's device memory is (the caller checked it lies in the arena): the device of the
+ * allocation holding it, checked against the current device and the stream's; -1 (counted)
+ * when no allocation holds all of it.
+ */
+static int copy_device(struct stream *s, const void *dev_side, size_t len, const void *host,
+		       bool *host_ok)
 {
-	bool to_dev = on_device(dst, len), from_dev = on_device(src, len);
+	int dev;
+
+	pthread_mutex_lock(&F.lock);
+	dev = alloc_device(dev_side, len);
+	*host_ok = region_of(host, len) >= 0;
+	pthread_mutex_unlock(&F.lock);
+	if (dev < 0) {
+		__atomic_add_fetch(&F.r.outside_allocation, 1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	__atomic_or_fetch(&F.r.copy_devices, 1ull << current_device, __ATOMIC_RELAXED);
+	if (current_device != dev) {
+		__atomic_add_fetch(&F.r.copies_off_device, 1, __ATOMIC_RELAXED);
+	}
+	if (s->device != dev) {
+		__atomic_add_fetch(&F.r.copies_off_stream, 1, __ATOMIC_RELAXED);
+	}
+	return dev;
+}
+
+/* One queued copy: exactly one side in device memory, the host side registered. */
+static fake_err queue(struct stream *s, void *dst, const void *src, size_t len)
+{
+	bool to_dev = on_device(dst, len), from_dev = on_device(src, len), host_ok;
 	const void *host = to_dev ? src : dst;
 
 	if (fail_now()) {
@@ -252,7 +435,10 @@ static int queue(struct stream *s, void *dst, const void *src, size_t len)
 		__atomic_add_fetch(&F.r.bad_direction, 1, __ATOMIC_RELAXED);
 		return ERR_INVALID_VALUE;
 	}
-	if (!host_registered(host, len)) {
+	if (copy_device(s, to_dev ? dst : src, len, host, &host_ok) < 0) {
+		return ERR_INVALID_VALUE;
+	}
+	if (!host_ok) {
 		uint64_t max = __atomic_load_n(&F.r.host_unregistered_max, __ATOMIC_RELAXED);
 
 		__atomic_add_fetch(&F.r.host_unregistered_copies, 1, __ATOMIC_RELAXED);
@@ -282,18 +468,19 @@ static int queue(struct stream *s, void *dst, const void *src, size_t len)
 	return 0;
 }
 
-EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t len, int kind, void *stream)
+EXPORT fake_err cudaMemcpyAsync(void *dst, const void *src, size_t len, fake_kind kind,
+				fake_stream_t stream)
 {
 	(void)kind;
 	__atomic_add_fetch(&F.r.async_calls, 1, __ATOMIC_RELAXED);
-	return stream ? queue(stream, dst, src, len) : ERR_INVALID_VALUE;
+	return stream ? queue((struct stream *)stream, dst, src, len) : ERR_INVALID_VALUE;
 }
 
-EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-			     size_t width, size_t height, int kind, void *stream)
+EXPORT fake_err cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+				  size_t width, size_t height, fake_kind kind, fake_stream_t stream)
 {
+	fake_err rc = 0;
 	size_t i;
-	int rc = 0;
 
 	(void)kind;
 	__atomic_add_fetch(&F.r.async_calls, 1, __ATOMIC_RELAXED);
@@ -302,19 +489,22 @@ EXPORT int cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t s
 		return ERR_INVALID_VALUE;
 	}
 	for (i = 0; i < height && !rc; i++) {
-		rc = queue(stream, (uint8_t *)dst + i * dpitch, (const uint8_t *)src + i * spitch,
-			   width);
+		rc = queue((struct stream *)stream, (uint8_t *)dst + i * dpitch,
+			   (const uint8_t *)src + i * spitch, width);
 	}
 	return rc;
 }
 
-EXPORT int cudaStreamSynchronize(void *stream)
+EXPORT fake_err cudaStreamSynchronize(fake_stream_t stream)
 {
-	struct stream *s = stream;
+	struct stream *s = (struct stream *)stream;
 	size_t i;
 
 	if (!s) {
 		return ERR_INVALID_VALUE;
+	}
+	if (current_device != s->device) {
+		__atomic_add_fetch(&F.r.waits_off_device, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&s->lock);
 	for (i = 0; i < s->n && !F.failed; i++) {
@@ -330,9 +520,9 @@ EXPORT int cudaStreamSynchronize(void *stream)
 	return 0;
 }
 
-EXPORT int cudaStreamDestroy(void *stream)
+EXPORT fake_err cudaStreamDestroy(fake_stream_t stream)
 {
-	struct stream *s = stream;
+	struct stream *s = (struct stream *)stream;
 
 	if (!s) {
 		return ERR_INVALID_VALUE;
@@ -346,7 +536,7 @@ EXPORT int cudaStreamDestroy(void *stream)
 }
 
 /* The test's own copies (filling and reading back device memory): at once, not counted. */
-EXPORT int cudaMemcpy(void *dst, const void *src, size_t len, int kind)
+EXPORT fake_err cudaMemcpy(void *dst, const void *src, size_t len, fake_kind kind)
 {
 	(void)kind;
 	if (!on_device(dst, len) && !on_device(src, len)) {
@@ -356,13 +546,15 @@ EXPORT int cudaMemcpy(void *dst, const void *src, size_t len, int kind)
 	return 0;
 }
 
-EXPORT const char *cudaGetErrorString(int err)
+EXPORT const char *cudaGetErrorString(fake_err err)
 {
 	switch (err) {
 	case 0:
 		return "no error (stand-in)";
 	case ERR_NO_DEVICE:
 		return "no CUDA-capable device is detected (stand-in)";
+	case ERR_INVALID_DEVICE:
+		return "no device of that number (stand-in: FAKE_CUDART_DEVICES)";
 	case ERR_ILLEGAL_ADDRESS:
 		return "an illegal memory access was encountered (stand-in, on purpose)";
 	case ERR_HOST_REGISTERED:
@@ -377,5 +569,6 @@ EXPORT void fake_cudart_report(struct fake_cudart_report *out)
 	pthread_mutex_lock(&F.lock);
 	*out = F.r;
 	out->regions_now = F.nregions;
+	out->devices = device_count();
 	pthread_mutex_unlock(&F.lock);
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define FAKE_CUDART_MAX_DEVICES 8 /* FAKE_CUDART_DEVICES takes 1 to this */
+
 struct fake_cudart_report {
 	uint64_t copies_to_host, copies_to_device; /* asynchronous copies queued, each way */
 	uint64_t bytes_to_host, bytes_to_device;
@@ -20,14 +22,16 @@ struct fake_cudart_report {
 	uint64_t dropped;	/* copies still queued when their stream was destroyed */
 	uint64_t regions_now;	/* host regions registered at the time of the report */
 	uint64_t failed_calls;	/* calls failed on purpose (FAKE_CUDART_FAIL_AFTER) */
-};
-
-/* cudaPointerAttributes as CUDA 11 and later lay it out */
-struct fake_ptr_attrs {
-	int type;
-	int device;
-	void *device_pointer;
-	void *host_pointer;
+	/* Devices (FAKE_CUDART_DEVICES), each thread's current one as the runtime keeps it */
+	uint64_t devices;	     /* how many there are */
+	uint64_t stream_devices;     /* bit d: a stream was created while device d was current */
+	uint64_t copy_devices;	     /* bit d: a copy was queued while device d was current */
+	uint64_t copies_off_device;  /* copies queued while another device than their device
+				      * memory's was current */
+	uint64_t copies_off_stream;  /* copies queued on a stream of another device than their
+				      * device memory's */
+	uint64_t waits_off_device;   /* waits while another device than the stream's was current */
+	uint64_t outside_allocation; /* copies whose device side is not inside one allocation */
 };
 
 void fake_cudart_report(struct fake_cudart_report *out);

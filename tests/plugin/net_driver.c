@@ -39,6 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HARP_CUDA_HEADERS
+#include <cuda_runtime_api.h> /* the driver's calls into libcudart typed as CUDA declares them */
+#endif
+
 #include "fake_cudart.h"
 #include "net_shim.h"
 #include "rendezvous.h"
@@ -71,6 +75,7 @@ struct opts {
 	const char *expect_warn; /* init-fail: text the one WARN line must hold */
 	bool verbose;
 	bool cuda;	/* flows in GPU memory (libcudart.so.13: the stand-in) */
+	int cuda_device; /* --cuda: the GPU the flows' memory is on */
 	bool host_only; /* getProperties must not offer NCCL_PTR_CUDA */
 };
 
@@ -83,6 +88,9 @@ static void usage(void)
 		"  --timeout SEC           give up after SEC seconds (default 120)\n"
 		"  --cuda                  messages in GPU memory, from libcudart.so.13's cudaMalloc\n"
 		"                          (basic, pipeline, many; HARP_CUDA=on); its counts checked\n"
+		"  --cuda-device N         --cuda memory on GPU N (the stand-in's\n"
+		"                          FAKE_CUDART_DEVICES must exceed N); the thread calling the\n"
+		"                          plugin keeps GPU 0 current, as harp's keeper thread has none\n"
 		"  --host-only             getProperties must offer host memory only\n"
 		"  --messages N            messages per direction and comm (scenario default)\n"
 		"  --comms N               connection pairs (scenario default)\n"
@@ -108,6 +116,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		{ "expect-warn", required_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "cuda", no_argument, NULL, 'C' },
+		{ "cuda-device", required_argument, NULL, 'G' },
 		{ "host-only", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -159,6 +168,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'C':
 			o->cuda = true;
 			break;
+		case 'G':
+			o->cuda_device = atoi(optarg);
+			break;
 		case 'H':
 			o->host_only = true;
 			break;
@@ -186,6 +198,12 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	if (!o->role) {
 		o->role = "driver";
 	}
+	if (o->cuda_device < 0 || o->cuda_device >= FAKE_CUDART_MAX_DEVICES ||
+	    (o->cuda_device && !o->cuda)) {
+		fprintf(stderr, "harp-net-driver: --cuda-device takes 0 to %d, with --cuda\n",
+			FAKE_CUDART_MAX_DEVICES - 1);
+		return -1;
+	}
 	if (!o->cuda && strcmp(o->scenario, "copy-fail") == 0) {
 		fprintf(stderr, "harp-net-driver: copy-fail needs --cuda\n");
 		return -1;
@@ -208,7 +226,7 @@ static bool log_verbose;
 static atomic_int warn_lines;
 static atomic_int closed_lines; /* INFO "harp closed on ...": finalize tore harp down */
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
-static char first_warn[1024];
+static char first_warn[1024], last_warn[1024];
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -258,6 +276,7 @@ static void drv_logger(enum hnccl_log_level level, unsigned long flags, const ch
 		if (!first_warn[0]) {
 			snprintf(first_warn, sizeof(first_warn), "%s", msg);
 		}
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
 		pthread_mutex_unlock(&warn_lock);
 		fprintf(stderr, "%s:%d:%d [0] %s:%d NCCL WARN %s\n", log_role, getpid(), gettid(),
 			file ? file : "?", line, msg);
@@ -308,6 +327,8 @@ struct drv {
 	uint64_t verified_bytes, sent_bytes, messages;
 	uint64_t connect_retries, accept_retries, isend_retries, irecv_retries;
 	int provoked_warns; /* WARN lines this driver asked for (a refused regMr) */
+	/* basic: a registration deregistered only after finalize, as a late NCCL would */
+	void *late_comm, *late_mh;
 	/* peer-kill: errors are expected, and recorded rather than reported */
 	bool expect_error;
 	bool mark_flowing; /* write DIR/<role>.flowing when the first message completes */
@@ -339,35 +360,89 @@ struct drv {
 
 #define GPU_HELD_MAX 256 /* harp's unsolicited sends: HARP_UNSOL_MAX_BYTES */
 
+#ifdef HARP_CUDA_HEADERS
+#define GPU_FN(field, sym, ret, params) __typeof__(sym) *field
+#define GPU_MEMCPY_DEFAULT		cudaMemcpyDefault
+#else
+#define GPU_FN(field, sym, ret, params) ret(*field) params
+#define GPU_MEMCPY_DEFAULT		4 /* the direction read from the pointers */
+#endif
+
 static struct {
 	void *lib;
-	int (*malloc)(void **, size_t);
-	int (*memcpy)(void *, const void *, size_t, int);
+	int device; /* --cuda-device */
+	GPU_FN(malloc, cudaMalloc, int, (void **, size_t));
+	GPU_FN(memcpy, cudaMemcpy, int, (void *, const void *, size_t, int));
+	GPU_FN(set_device, cudaSetDevice, int, (int));
+	GPU_FN(device_count, cudaGetDeviceCount, int, (int *));
 	void (*report)(struct fake_cudart_report *);
 } gpu;
 
-static int gpu_load(void)
+static int gpu_load(int device)
 {
+	int n = 0;
+
+	gpu.device = device;
 	gpu.lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
 	if (!gpu.lib) {
 		fprintf(stderr, "harp-net-driver: --cuda: %s\n", dlerror());
 		return -1;
 	}
-	gpu.malloc = (int (*)(void **, size_t))dlsym(gpu.lib, "cudaMalloc");
-	gpu.memcpy = (int (*)(void *, const void *, size_t, int))dlsym(gpu.lib, "cudaMemcpy");
-	gpu.report = (void (*)(struct fake_cudart_report *))dlsym(gpu.lib, "fake_cudart_report");
-	if (!gpu.malloc || !gpu.memcpy || !gpu.report) {
+	*(void **)&gpu.malloc = dlsym(gpu.lib, "cudaMalloc");
+	*(void **)&gpu.memcpy = dlsym(gpu.lib, "cudaMemcpy");
+	*(void **)&gpu.set_device = dlsym(gpu.lib, "cudaSetDevice");
+	*(void **)&gpu.device_count = dlsym(gpu.lib, "cudaGetDeviceCount");
+	*(void **)&gpu.report = dlsym(gpu.lib, "fake_cudart_report");
+	if (!gpu.malloc || !gpu.memcpy || !gpu.set_device || !gpu.device_count || !gpu.report) {
 		fprintf(stderr, "harp-net-driver: --cuda: libcudart.so.13 is not the stand-in "
 				"(tests/plugin/fake_cudart.c)\n");
+		return -1;
+	}
+	if (gpu.device_count(&n) != 0 || n <= device) {
+		fprintf(stderr, "harp-net-driver: --cuda-device %d: the stand-in has %d devices "
+				"(FAKE_CUDART_DEVICES)\n",
+			device, n);
 		return -1;
 	}
 	return 0;
 }
 
+/*
+ * --cuda-device N: the thread that calls the plugin has GPU 0 current whenever it does, not GPU N
+ * where the flows' memory is: the driver makes N current only to allocate, and its own copies
+ * (filling and reading back messages, between its calls into the plugin) put GPU 0 back, as
+ * application code working on another GPU would. harp's keeper thread, which copies too, has no
+ * device of its own. So harp must make GPU N current itself each time it makes a lane's stream,
+ * queues copies or waits, not once per thread: the stand-in counts each that it does not.
+ */
+static int gpu_thread_device(int dev)
+{
+	if (gpu.device && gpu.set_device(dev) != 0) {
+		fail("cudaSetDevice(%d) failed", dev);
+		return -1;
+	}
+	return 0;
+}
+
+/* len bytes of GPU memory on --cuda-device */
+static int gpu_alloc(void **p, size_t len)
+{
+	int rc;
+
+	if (gpu_thread_device(gpu.device)) {
+		return -1;
+	}
+	rc = gpu.malloc(p, len) != 0 ? -1 : 0;
+	return gpu_thread_device(0) ? -1 : rc;
+}
+
 /* n bytes between GPU and host memory, at once (cudaMemcpyDefault) */
 static int gpu_copy(void *dst, const void *src, size_t n)
 {
-	if (n && gpu.memcpy(dst, src, n, 4) != 0) {
+	if (gpu_thread_device(0)) {
+		return -1;
+	}
+	if (n && gpu.memcpy(dst, src, n, GPU_MEMCPY_DEFAULT) != 0) {
 		fail("cudaMemcpy of %zu bytes (%p to %p) failed", n, src, dst);
 		return -1;
 	}
@@ -408,6 +483,28 @@ static int gpu_check(uint64_t sent, uint64_t verified)
 		fail("GPU copies: %" PRIu64 " waits, %" PRIu64 " frame regions registered, %" PRIu64
 		     " still registered after unloading",
 		     r.syncs, r.host_registered, r.regions_now);
+		rc = -1;
+	}
+	printf("cuda_devices=%" PRIu64 "\ncuda_stream_devices=0x%" PRIx64
+	       "\ncuda_copy_devices=0x%" PRIx64 "\n",
+	       r.devices, r.stream_devices, r.copy_devices);
+	printf("cuda_copies_off_device=%" PRIu64 "\ncuda_copies_off_stream=%" PRIu64
+	       "\ncuda_waits_off_device=%" PRIu64 "\ncuda_outside_allocation=%" PRIu64 "\n",
+	       r.copies_off_device, r.copies_off_stream, r.waits_off_device, r.outside_allocation);
+	/* every stream made, copy queued and wait on the GPU of the memory it copies */
+	if (r.stream_devices & ~(1ull << gpu.device) || r.copy_devices & ~(1ull << gpu.device) ||
+	    r.copies_off_device || r.copies_off_stream || r.waits_off_device) {
+		fail("GPU copies of GPU %d's memory: streams made on GPUs 0x%" PRIx64 " and copies "
+		     "queued on GPUs 0x%" PRIx64 " (bit masks); %" PRIu64 " copies queued with "
+		     "another GPU current, %" PRIu64 " on another GPU's stream, %" PRIu64 " waits "
+		     "with another GPU current",
+		     gpu.device, r.stream_devices, r.copy_devices, r.copies_off_device,
+		     r.copies_off_stream, r.waits_off_device);
+		rc = -1;
+	}
+	if (r.outside_allocation) {
+		fail("GPU copies: %" PRIu64 " reached past their allocation's end",
+		     r.outside_allocation);
 		rc = -1;
 	}
 	/* Only a small send from host memory that came before its receive may be held (one copy
@@ -914,7 +1011,7 @@ static int flow_setup(struct flow *f)
 	int i;
 
 	f->host = malloc(len ? len : 1);
-	if (!f->host || (cuda && gpu.malloc(&dev, len ? len : 1) != 0)) {
+	if (!f->host || (cuda && gpu_alloc(&dev, len ? len : 1) != 0)) {
 		fail("out of %s memory for %d slots of %zu bytes", f->host ? "GPU" : "host",
 		     f->window, f->slot_bytes);
 		return -1;
@@ -1361,6 +1458,69 @@ static int check_reg_refusals(struct drv *d, void *comm)
 	return 0;
 }
 
+/*
+ * refused_saying WHAT RES TEXT: a registration the plugin must refuse was refused, with one WARN
+ * that holds TEXT (it names what was wrong); one that was taken is given back.
+ */
+static int refused_saying(struct drv *d, const char *what, hnccl_result_t res, void *comm,
+			  void *mh, const char *text)
+{
+	int rc = 0;
+
+	if (res == HNCCL_SUCCESS) {
+		fail("regMr of %s succeeded; it must be refused", what);
+		if (mh) {
+			d->api.dereg_mr(comm, mh);
+		}
+		return -1;
+	}
+	d->provoked_warns++;
+	pthread_mutex_lock(&warn_lock);
+	if (!strstr(last_warn, text)) {
+		fail("regMr of %s: refused (%s), but the WARN does not say '%s': %s", what,
+		     net_res_name(res), text, last_warn);
+		rc = -1;
+	} else {
+		note("regMr of %s refused: %s", what, last_warn);
+	}
+	pthread_mutex_unlock(&warn_lock);
+	return rc;
+}
+
+/*
+ * --cuda: a registration is checked at both ends of its range. GPU memory that runs past its
+ * allocation's end (into bytes no allocation holds), GPU memory passed as host memory, and host
+ * memory whose tail is GPU memory are each refused by name; the exact allocation is taken.
+ */
+static int check_gpu_reg_refusals(struct drv *d, void *comm)
+{
+	const size_t len = 8192;
+	unsigned char *gpu_buf;
+	void *mh = NULL;
+	int rc = 0;
+
+	if (gpu_alloc((void **)&gpu_buf, len)) {
+		fail("cudaMalloc of %zu bytes failed", len);
+		return -1;
+	}
+	NET_CALL(d->api.reg_mr(comm, gpu_buf, len, HNCCL_PTR_CUDA, &mh));
+	NET_CALL(d->api.dereg_mr(comm, mh));
+	mh = NULL;
+	rc |= refused_saying(d, "GPU memory 1 byte past its allocation's end",
+			     d->api.reg_mr(comm, gpu_buf, len + 1, HNCCL_PTR_CUDA, &mh), comm, mh,
+			     "past the end of its GPU allocation");
+	mh = NULL;
+	rc |= refused_saying(d, "GPU memory as NCCL_PTR_HOST",
+			     d->api.reg_mr(comm, gpu_buf, len, HNCCL_PTR_HOST, &mh), comm, mh,
+			     "registered as host memory");
+	/* the stand-in leaves unallocated bytes before each allocation: host memory to CUDA */
+	mh = NULL;
+	rc |= refused_saying(d, "host memory whose tail is GPU memory",
+			     d->api.reg_mr(comm, gpu_buf - 64, 128, HNCCL_PTR_HOST, &mh), comm, mh,
+			     "its last byte");
+	return rc ? -1 : 0;
+}
+
 /* misuse_refused WHAT RES: a call NCCL should never make came back with an error (and the
  * plugin's one WARN, counted), not success and not a crash. */
 static int misuse_refused(struct drv *d, const char *what, hnccl_result_t res)
@@ -1457,6 +1617,9 @@ static int set_net_attr_hint(struct drv *d)
 	return 0;
 }
 
+/* host memory registered in basic and deregistered after its comm's close, or finalize */
+static unsigned char late_buf[2][4096];
+
 static int scenario_basic(struct drv *d, double deadline)
 {
 	static const size_t all_sizes[] = { 0, 1, 4095, 4096, 1 * MIB, 64 * MIB };
@@ -1475,7 +1638,8 @@ static int scenario_basic(struct drv *d, double deadline)
 	shape.slot_bytes = sizes[n - 1] + 4096;
 	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : (uint64_t)n;
 	if (drv_init(d, 0x1234) || set_net_attr_hint(d) || pairs_open(d, p, 1, deadline) ||
-	    check_reg_refusals(d, p[0].send)) {
+	    check_reg_refusals(d, p[0].send) ||
+	    (d->o.cuda && check_gpu_reg_refusals(d, p[0].recv))) {
 		pairs_close(d, p, 1);
 		return -1;
 	}
@@ -1483,13 +1647,69 @@ static int scenario_basic(struct drv *d, double deadline)
 	if (!rc && check_misuse_open(d, &p[0])) {
 		rc = -1;
 	}
-	void *send = p[0].send, *recv = p[0].recv, *listen = p[0].listen;
+	void *send = p[0].send, *recv = p[0].recv, *listen = p[0].listen, *send_mh = NULL;
 
+	/* one registration per comm, kept past its comm's close: deregistered after the close
+	 * (send's, here) and after finalize (recv's, in main: late_dereg) */
+	if (!rc && (d->api.reg_mr(send, late_buf[0], sizeof(late_buf[0]), HNCCL_PTR_HOST,
+				  &send_mh) != HNCCL_SUCCESS ||
+		    d->api.reg_mr(recv, late_buf[1], sizeof(late_buf[1]), HNCCL_PTR_HOST,
+				  &d->late_mh) != HNCCL_SUCCESS)) {
+		fail("regMr of host memory to deregister late failed");
+		rc = -1;
+	}
+	d->late_comm = recv;
 	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	if (send_mh && d->api.dereg_mr(send, send_mh) != HNCCL_SUCCESS) {
+		fail("deregMr after its send comm was closed (harp still open) failed");
 		rc = -1;
 	}
 	if (!rc && check_misuse_closed(d, send, recv, listen)) {
 		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * After finalize (main): the registration basic kept is deregistered, as an NCCL that frees its
+ * buffers after finalizing would. harp closed at finalize (v11 and later): the call must
+ * succeed without touching what harp freed (the ASan build reads it) and say so in one WARN; v8
+ * to v10 have no finalize, so harp is still open and it is an ordinary deregMr, without a WARN.
+ */
+static int late_dereg(struct drv *d)
+{
+	int warns = atomic_load(&warn_lines);
+	bool closed = d->api.finalize != NULL;
+	hnccl_result_t res;
+	int rc = 0;
+
+	res = d->api.dereg_mr(d->late_comm, d->late_mh);
+	d->late_mh = NULL;
+	if (res != HNCCL_SUCCESS) {
+		fail("deregMr after %s returned %d (%s)", closed ? "finalize" : "its comm closed",
+		     res, net_res_name(res));
+		rc = -1;
+	}
+	warns = atomic_load(&warn_lines) - warns;
+	if (warns != (closed ? 1 : 0)) {
+		fail("deregMr after %s: %d WARN lines, expected %d", closed ? "finalize" : "close",
+		     warns, closed ? 1 : 0);
+		return -1;
+	}
+	if (closed) {
+		pthread_mutex_lock(&warn_lock);
+		if (!strstr(last_warn, "after harp closed")) {
+			fail("deregMr after finalize: the WARN does not say it came after harp "
+			     "closed: %s",
+			     last_warn);
+			rc = -1;
+		} else {
+			note("deregMr after finalize: %s", last_warn);
+		}
+		pthread_mutex_unlock(&warn_lock);
+		d->provoked_warns++;
 	}
 	return rc;
 }
@@ -2594,7 +2814,7 @@ int main(int argc, char **argv)
 	if (d.o.dir) {
 		write_pid_file(&d);
 	}
-	if (d.o.cuda && gpu_load()) {
+	if (d.o.cuda && gpu_load(d.o.cuda_device)) {
 		return 2;
 	}
 	threads_before = thread_count();
@@ -2612,6 +2832,9 @@ int main(int argc, char **argv)
 		rc = run_scenario(&d, t0 + d.o.timeout_s);
 	}
 	if (drv_finalize(&d)) {
+		rc = -1;
+	}
+	if (d.late_mh && late_dereg(&d)) {
 		rc = -1;
 	}
 	if (d.expect_closed && !atomic_load(&closed_lines)) {
