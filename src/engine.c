@@ -507,6 +507,8 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 		return 0;
 	}
 	for (i = 0; i < n; i += (uint32_t)(k < 0 ? -k : k)) {
+		bool tail = p->rx_skip; /* the rest of a chain counted when its head went */
+
 		k = xsk_port_gather(p, idx_rx + i, n - i, ENGINE_JOINED_BYTES, &pk);
 		if (k == 0 && !looked_again) {
 			/* A chain whose end is not among those peeked. libxdp reads the producer
@@ -522,7 +524,7 @@ static uint32_t rx_batch(struct harp_engine *e, uint64_t now)
 			break; /* still not there: the next batch starts at its head */
 		}
 		if (k < 0) {
-			e->stats.rx_bad_chain++;
+			e->stats.rx_bad_chain += !tail;
 			continue;
 		}
 		if (k == 1) {

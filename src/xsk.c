@@ -589,13 +589,44 @@ uint32_t xsk_port_chain(struct xsk_port *p, uint32_t idx, uint64_t addr, uint32_
 	return pieces;
 }
 
+/* Descriptors from idx, of n, up to and including the first without XDP_PKT_CONTD; n if none. */
+static uint32_t chain_span(struct xsk_port *p, uint32_t idx, uint32_t n, bool *ended)
+{
+	uint32_t pieces = 1;
+
+	while (pieces < n &&
+	       (xsk_ring_cons__rx_desc(&p->rx, idx + pieces - 1)->options & XDP_PKT_CONTD)) {
+		pieces++;
+	}
+	*ended = !(xsk_ring_cons__rx_desc(&p->rx, idx + pieces - 1)->options & XDP_PKT_CONTD);
+	return pieces;
+}
+
+/*
+ * A chain from idx whose end is not among the n peeked: can no later peek hold more of it? Only
+ * when the peek began with it (idx is the ring's consumer position) and stopped short of
+ * descriptors the ring was seen to hold (the caller's batch was full), or the ring holds nothing
+ * else. Otherwise it waits for a peek from its head that holds its end, as any chain does: one
+ * too long is then given back whole, and counted once.
+ */
+static bool chain_outgrows_peek(const struct xsk_port *p, uint32_t idx, uint32_t n)
+{
+	return idx == *p->rx.consumer && (p->rx.cached_prod != idx + n || n >= p->ring_size);
+}
+
 int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
 		    struct wire_pieces *pk)
 {
 	uint32_t fsize = p->pool.frame_size, pieces, i;
 	const struct xdp_desc *d = xsk_ring_cons__rx_desc(&p->rx, idx);
-	bool bad = false;
+	bool bad = false, ended;
 
+	if (unlikely(p->rx_skip)) {
+		/* the rest of a chain that outgrew a peek: pieces without a head, given back */
+		pieces = chain_span(p, idx, n, &ended);
+		p->rx_skip = !ended;
+		return -(int)pieces;
+	}
 	if (!(d->options & XDP_PKT_CONTD)) {
 		pk->at[0] = xsk_port_frame(p, xsk_umem__add_offset_to_addr(d->addr));
 		pk->len[0] = d->len;
@@ -603,13 +634,16 @@ int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
 		pk->total = d->len;
 		return 1;
 	}
-	for (pieces = 1; pieces < n && pieces < XSK_CHAIN_MAX &&
-			 (xsk_ring_cons__rx_desc(&p->rx, idx + pieces - 1)->options & XDP_PKT_CONTD);
-	     pieces++) {
+	pieces = chain_span(p, idx, n, &ended);
+	if (!ended) {
+		if (!chain_outgrows_peek(p, idx, n)) {
+			return 0;
+		}
+		p->rx_skip = true; /* the rest follows without a head: it goes too, to its end */
+		return -(int)pieces;
 	}
-	if (xsk_ring_cons__rx_desc(&p->rx, idx + pieces - 1)->options & XDP_PKT_CONTD) {
-		/* no end in sight: too long, or the rest not peeked yet */
-		return pieces == XSK_CHAIN_MAX ? -XSK_CHAIN_MAX : 0;
+	if (pieces > XSK_CHAIN_MAX) {
+		return -(int)pieces; /* more than the kernel makes, all of it */
 	}
 	pk->total = 0;
 	for (i = 0; i < pieces; i++) {

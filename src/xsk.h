@@ -57,6 +57,7 @@ struct xsk_port {
 	int zc_refused;       /* bound in copy mode after the zero-copy bind failed with this errno */
 	const char *zc_quirk; /* bound in copy mode, zero copy untried: the driver's known fault */
 	bool no_refill;	      /* test builds' stall fault: received frames go to the pool instead */
+	bool rx_skip;	      /* giving back the rest of a chain longer than a peek (headless) */
 };
 
 /*
@@ -126,12 +127,14 @@ int xsk_port_layout(struct xsk_port *p, uint32_t nframes, uint32_t frame_size, b
 void xsk_port_unlayout(struct xsk_port *p);
 
 /*
- * The packet whose first descriptor is rx descriptor idx, of n peeked from there: returns how
- * many descriptors it spans (at least 1) with its pieces in *pk, where they lie. Returns 0 when
- * its chain goes on past the n descriptors (the rest is not on the ring yet), and -k when the k
- * descriptors from idx are to be given back unread: a chain of more than XSK_CHAIN_MAX pieces
- * (k = XSK_CHAIN_MAX; the rest of it follows as pieces without a head), a piece that crosses its
- * frame's end, or a chain of more than cap bytes (k = the whole chain).
+ * The packet whose first descriptor is rx descriptor idx, of n peeked from there (the rest of a
+ * peek that began at the ring's consumer position): returns how many descriptors it spans (at
+ * least 1) with its pieces in *pk, where they lie. Returns 0 when its chain goes on past the n
+ * descriptors (the rest is not on the ring yet, or not in this peek: the caller peeks again from
+ * idx), and -k when the k descriptors from idx are to be given back unread: a chain of more than
+ * XSK_CHAIN_MAX pieces, a piece that crosses its frame's end, or a chain of more than cap bytes
+ * (k = the whole chain). A chain longer than a whole peek goes as it comes: the n now, and the
+ * rest from the next peek on, until its last piece (rx_skip), each batch of it a -k of its own.
  */
 int xsk_port_gather(struct xsk_port *p, uint32_t idx, uint32_t n, uint32_t cap,
 		    struct wire_pieces *pk);
