@@ -143,20 +143,30 @@ static uint32_t pkt_bytes(const struct harp_conn *c, uint32_t payload)
 	       (c->auth ? HARP_AUTH_TRAILER : 0);
 }
 
-/* A record goes out on path: it counts against the path's window until acked or judged lost. */
-static void pipe_enter(struct harp_conn *c, struct tx_rec *rec, int path)
+/* A packet of payload bytes of rec goes out: its bytes count against the path's window, and
+ * spend its pacer's credit, until rec is acked or judged lost. */
+static void pipe_add(struct harp_conn *c, struct tx_rec *rec, uint32_t payload)
 {
-	struct conn_path *p = &c->paths[path];
+	struct conn_path *p = &c->paths[rec->path];
+	uint32_t bytes = pkt_bytes(c, payload);
 
+	/* a record cut in HARP_SEG_MAX parts, each with headers: under 19 KB in all */
+	rec->pipe_bytes = (uint16_t)(rec->pipe_bytes + bytes);
+	p->inflight_bytes += bytes;
+	if (c->pacing) {
+		pace_spend(&p->pace, bytes);
+	}
+}
+
+/* A record goes out on path, whole or as its first part of payload bytes (pipe_add the rest). */
+static void pipe_enter(struct harp_conn *c, struct tx_rec *rec, int path, uint32_t payload)
+{
 	rec->in_pipe = true;
 	rec->path = (uint8_t)path;
-	rec->pipe_bytes = (uint16_t)pkt_bytes(c, rec->len);
+	rec->pipe_bytes = 0;
 	c->inflight++;
-	p->inflight++;
-	p->inflight_bytes += rec->pipe_bytes;
-	if (c->pacing) {
-		pace_spend(&p->pace, rec->pipe_bytes);
-	}
+	c->paths[path].inflight++;
+	pipe_add(c, rec, payload);
 }
 
 static void pipe_leave(struct harp_conn *c, struct tx_rec *rec)
@@ -2075,20 +2085,48 @@ static void seg_cut(struct harp_conn *c, struct conn_seg_out *so, struct conn_tx
 	c->stats.seg_parts++;
 }
 
-/* The next part of the packet going out in parts; false when it needs none any more (acked). */
+/*
+ * May the next part of rec go? Its path's window and pacer hold parts as they hold packets: a
+ * fall of the path MTU cuts every packet in flight into several, which must not leave as a
+ * burst the window and the pacer never saw. The window gives way to a record alone on its
+ * path, though: its ack, which is what opens the window, needs every part.
+ */
+static bool seg_room(struct harp_conn *c, const struct tx_rec *rec, uint64_t now)
+{
+	struct conn_path *p = &c->paths[rec->path];
+
+	if (p->inflight_bytes >= p->cc.cwnd && p->inflight > 1) {
+		return false;
+	}
+	if (c->pacing && !pace_ready(&p->pace, &p->cc, &p->rtt, now)) {
+		c->pace_held = true;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The next part of the packet going out in parts, counted in flight. False when it needs none
+ * any more (acked, or judged lost: its retransmission sends every part again), or, with
+ * seg_out still active, when its path's window or pacer holds it back.
+ */
 static bool seg_part(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct conn_seg_out *so = &c->seg_out;
 	struct tx_rec *rec = rec_of(c, so->psn);
 
-	if (rec->acked || rec->dead || psn_before(so->psn, c->snd_una)) {
+	if (rec->acked || rec->dead || !rec->in_pipe || psn_before(so->psn, c->snd_una)) {
 		so->active = false;
+		return false;
+	}
+	if (!seg_room(c, rec, now)) {
 		return false;
 	}
 	header_of(c, rec, so->psn, tx, now);
 	tx->src_port = so->src_port;
 	tx->dst_port = so->dst_port;
 	seg_cut(c, so, tx);
+	pipe_add(c, rec, tx->h.len);
 	return true;
 }
 
@@ -2103,8 +2141,14 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
 	}
-	if (c->seg_out.active && seg_part(c, tx, now)) {
-		return true;
+	if (c->seg_out.active) {
+		if (seg_part(c, tx, now)) {
+			return true;
+		}
+		if (c->seg_out.active) {
+			/* held: nothing overtakes its parts, nor takes seg_out from them */
+			return false;
+		}
 	}
 	if (!reliable_waiting(c)) {
 		return false; /* nothing to send: no need to look for a path */
@@ -2145,7 +2189,6 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	c->snd_nxt++;
 send:
 	rec->sent_ns = now;
-	pipe_enter(c, rec, path);
 	if (!c->paths[path].waiting_since_ns) {
 		c->paths[path].waiting_since_ns = now;
 	}
@@ -2171,6 +2214,7 @@ send:
 		so->dst_port = tx->dst_port;
 		seg_cut(c, so, tx);
 	}
+	pipe_enter(c, rec, path, tx->h.len); /* the whole record, or its first part */
 	if (c->ack_due && !c->sacked_pending) {
 		/* The cumulative ack this packet carries says all an ACK would: none is due now. */
 		c->ack_due = false;

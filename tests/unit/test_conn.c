@@ -1530,6 +1530,112 @@ static void test_parts_stay_parts(void **state)
 	free(s);
 }
 
+/* A window of a's packets lost; then the path MTU falls to 100-byte payloads and the timeout
+ * sends them again, in 10 parts each (as pmtu_refused's resend would). */
+#define PART (100 + FULL - PAYLOAD) /* bytes of IP a part takes */
+static void lose_then_cut(struct pair *p, int packets)
+{
+	assert_int_equal(emit(&p->a, &p->ab, p->now, false), packets);
+	p->ab.n = 0;
+	p->a.payload_max = 100;
+	p->now += (uint64_t)p->a.rtt.rto_us * 1000 + 1;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	assert_int_equal(p->a.stats.timeouts, 1);
+}
+
+/*
+ * Parts count against the window as they go, as packets do: a fall of the path MTU cuts each
+ * packet in flight into 10, and a window's worth of records must not leave as 10 windows' worth
+ * of parts. Held by a full window, they go on as acks of whole records open it.
+ */
+static void test_parts_obey_window(void **state)
+{
+	struct pair *p = *state;
+	struct conn_path *path = &p->a.paths[0];
+	size_t len = 8 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	uint32_t bytes = 0, window = 4 * FULL;
+	struct harp_req *r, *s;
+	struct conn_tx tx;
+
+	fill_pattern(src, len, 10);
+	r = announce_recv(p, dst, len, 5);
+	s = post_send(&p->a, src, len, 5);
+	lose_then_cut(p, 8);
+	path->cc.cwnd = window;
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		assert_true(tx.h.flags & HARP_DATA_F_SEG);
+		assert_int_equal(tx.h.len, 100);
+		wire_put(&p->ab, &tx);
+		bytes += PART;
+	}
+	/* the window is full, by no more than the part that filled it */
+	assert_false(conn_paced(&p->a));
+	assert_true(bytes >= window && bytes < window + PART);
+	assert_int_equal(path->inflight_bytes, bytes);
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	/* every part's bytes left the window with its record's ack */
+	assert_int_equal(path->inflight_bytes, 0);
+	assert_int_equal(p->a.inflight, 0);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/*
+ * Parts go through the pacer, each spending its own bytes: a record cut into 10 does not leave
+ * as one burst because its first part found credit.
+ */
+static void test_parts_paced(void **state)
+{
+	struct pair *p = *state;
+	struct conn_path *path = &p->a.paths[0];
+	size_t len = PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	struct conn_tx tx;
+	int sent = 0;
+
+	fill_pattern(src, len, 11);
+	r = announce_recv(p, dst, len, 6);
+	s = post_send(&p->a, src, len, 6);
+	lose_then_cut(p, 1);
+	p->a.pacing = true;
+	rtt_sample(&path->rtt, 1000);
+	path->cc.cwnd = 32 * FULL; /* the window holds nothing back here */
+	path->pace.credit = PART + PART / 2;
+	path->pace.at_ns = p->now;
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		assert_true(tx.h.flags & HARP_DATA_F_SEG);
+		wire_put(&p->ab, &tx);
+		sent++;
+	}
+	/* a part may go while the credit is above zero: two, then the pacer holds the rest */
+	assert_int_equal(sent, 2);
+	assert_true(conn_paced(&p->a));
+	assert_int_equal(path->pace.credit, PART + PART / 2 - 2 * PART);
+	/* a quarter of a round trip later, the other 8 */
+	p->now += 250000;
+	while (conn_next_tx(&p->a, &tx, p->now)) {
+		wire_put(&p->ab, &tx);
+		sent++;
+	}
+	assert_int_equal(sent, 10);
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	assert_int_equal(path->inflight_bytes, 0);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 /* HARP_CWND_MAX holds over all paths: 16 with 8 paths is 16 packets in flight, not 8 x 16. */
 static void test_cwnd_max_all_paths(void **state)
 {
@@ -1813,6 +1919,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cwnd_max_all_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parts_stay_parts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parts_obey_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parts_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ack_twins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_send, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eager_credit, setup, teardown),
