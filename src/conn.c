@@ -110,6 +110,7 @@ void conn_free(struct harp_conn *c)
 }
 
 static void pmtu_use(struct harp_conn *c, uint32_t mtu);
+static uint32_t pmtu_base(const struct conn_pmtu *pm);
 
 void conn_start(struct harp_conn *c, uint64_t now)
 {
@@ -124,7 +125,9 @@ void conn_start(struct harp_conn *c, uint64_t now)
 	if (c->pmtu.ceiling) {
 		struct conn_pmtu *pm = &c->pmtu;
 
-		pmtu_use(c, pm->ceiling < CONN_PMTU_BASE ? pm->ceiling : CONN_PMTU_BASE);
+		/* the floor, until a probe is answered: data larger than the path carries
+		 * would be dropped without a word, every packet of it */
+		pmtu_use(c, pmtu_base(pm));
 		pm->lo = pm->mtu;
 		pm->hi = pm->ceiling + 1;
 		pm->next_ns = now;
@@ -573,7 +576,7 @@ bool conn_pmtu_due(const struct harp_conn *c, uint64_t now)
 	if (!pm->ceiling || !c->paths_live) {
 		return false;
 	}
-	if (pm->answer_due || (pm->probe && (!pm->tries || now - pm->sent_ns >= pmtu_wait_ns(c)))) {
+	if (pm->nanswers || (pm->probe && (!pm->tries || now - pm->sent_ns >= pmtu_wait_ns(c)))) {
 		return true;
 	}
 	return !pm->probe && now >= pm->next_ns && (pmtu_searching(pm) || pm->mtu < pm->ceiling);
@@ -594,26 +597,43 @@ static void pmtu_resend_large(struct harp_conn *c)
 	}
 }
 
+/*
+ * Size was refused: the search's new upper bound. The old one is kept, for a late answer that
+ * belies this one to bring back (pmtu_on_ack); the oldest makes room when they are too many, and
+ * ceiling + 1, nothing known, stands in for it.
+ */
+static void pmtu_bound(struct conn_pmtu *pm, uint32_t size)
+{
+	if (pm->nabove == ARRAY_SIZE(pm->above)) {
+		memmove(pm->above, pm->above + 1, sizeof(pm->above) - sizeof(pm->above[0]));
+		pm->nabove--;
+	}
+	pm->above[pm->nabove++] = pm->hi;
+	pm->hi = size;
+}
+
 /* The probe in flight went unanswered CONN_PMTU_TRIES times. */
 static void pmtu_refused(struct harp_conn *c, uint64_t now)
 {
 	struct conn_pmtu *pm = &c->pmtu;
 
 	if (pm->confirming) {
-		/* the size in use no longer gets through: a black hole */
-		uint32_t was = pm->mtu;
+		/* the size in use no longer gets through: a black hole (a late answer may have
+		 * raised mtu above the size asked about since; that is refused all the more) */
+		uint32_t was = pm->probe;
 
 		c->stats.pmtu_drops++;
-		pm->hi = was;
+		pmtu_bound(pm, was);
 		pmtu_use(c, pmtu_base(pm));
 		pm->lo = pm->mtu;
 		pm->confirming = false;
+		pm->fall_id = pm->id; /* answers to older probes tell of the path before it */
 		pr_info("conn %u: the path no longer carries %u-byte packets; %u from now on, the "
 			"packets in flight sent again in parts, and the search starts over below %u",
 			c->id, was, pm->mtu, was);
 		pmtu_resend_large(c);
 	} else {
-		pm->hi = pm->probe;
+		pmtu_bound(pm, pm->probe);
 	}
 	pm->probe = 0;
 	pm->next_ns = pmtu_searching(pm) ? now : now + CONN_PMTU_RAISE_NS;
@@ -633,6 +653,7 @@ static bool pmtu_next_size(struct conn_pmtu *pm, uint64_t now)
 		}
 		pm->lo = pm->mtu; /* a finished search looks up again, now and then */
 		pm->hi = pm->ceiling + 1;
+		pm->nabove = 0;
 	}
 	size = pm->hi == pm->ceiling + 1 ? pm->ceiling : ((pm->lo + pm->hi) / 2) & ~3u;
 	if (size <= pm->lo) {
@@ -646,7 +667,37 @@ static bool pmtu_next_size(struct conn_pmtu *pm, uint64_t now)
 	return true;
 }
 
-/* The next PMTU probe, or the answer to the peer's, if one is due. */
+/*
+ * Receiver: the peer's probe of size bytes came. Each probe that came since answers last went
+ * is answered, not only the latest: one that came while this side could not answer (no live
+ * path yet, or a loaded host) proves its size to the peer all the same, late (pmtu_on_ack). Too
+ * many, and the smallest gives way: the largest proves the most.
+ */
+static void pmtu_on_probe(struct harp_conn *c, uint32_t id, uint32_t size)
+{
+	struct conn_pmtu *pm = &c->pmtu;
+	uint32_t i, min = 0;
+
+	for (i = 0; i < pm->nanswers; i++) {
+		if (pm->answers[i].id == id) {
+			return; /* another try of one to answer already */
+		}
+		if (pm->answers[i].size < pm->answers[min].size) {
+			min = i;
+		}
+	}
+	if (pm->nanswers < ARRAY_SIZE(pm->answers)) {
+		i = pm->nanswers++;
+	} else if (size > pm->answers[min].size) {
+		i = min;
+	} else {
+		return;
+	}
+	pm->answers[i].id = id;
+	pm->answers[i].size = size;
+}
+
+/* The next PMTU probe, or the answers to the peer's, if any are due. */
 static bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct conn_pmtu *pm = &c->pmtu;
@@ -656,14 +707,14 @@ static bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if (!pm->ceiling || !c->paths_live) {
 		return false;
 	}
-	if (pm->answer_due) {
+	if (pm->nanswers) {
+		pm->nanswers--;
 		path = any_path(c);
 		unreliable_hdr(c, h, HARP_PKT_PMTU_ACK, now);
-		h->tag = pm->answer_id;
-		h->msg_len = pm->answer_size;
+		h->tag = pm->answers[pm->nanswers].id;
+		h->msg_len = pm->answers[pm->nanswers].size;
 		tx->payload = NULL;
 		tx->device = false;
-		pm->answer_due = false;
 		goto out;
 	}
 	if (pm->probe && pm->tries && now - pm->sent_ns < pmtu_wait_ns(c)) {
@@ -694,22 +745,60 @@ out:
 	return true;
 }
 
+/* The path carried size bytes: the search's floor, and the size in use if larger. */
+static void pmtu_carried(struct harp_conn *c, uint32_t size)
+{
+	c->pmtu.lo = size;
+	if (size > c->pmtu.mtu) {
+		pmtu_use(c, size);
+	}
+}
+
+/*
+ * Does the answer to a probe no longer in flight count? A loaded peer or path can answer after
+ * pmtu_wait_ns, when the probe was given up on, and the answer proves the size all the same.
+ * Were it ignored, a refusal that was only slowness would hold the search below the path's MTU,
+ * and a false black hole would hold packets at the base for CONN_PMTU_RAISE_NS. It counts even
+ * while the size in use is in doubt (the same load makes timeouts that doubt it): the probe
+ * asking goes on, and if refused still drops packets to the base. Not for a probe older than
+ * the one whose refusal last did: those tell of the path as it was. That probe's own answer
+ * counts: it was asked after the doubt began, so the path still carries its size and the fall
+ * was false.
+ */
+static bool pmtu_late_counts(const struct conn_pmtu *pm, uint32_t id, uint64_t size)
+{
+	return (int32_t)(id - pm->id) <= 0 && (int32_t)(id - pm->fall_id) >= 0 && size > pm->lo &&
+	       size <= pm->ceiling;
+}
+
 /* The peer's answer: the path carried a probe of size bytes. */
 static void pmtu_on_ack(struct harp_conn *c, uint32_t id, uint64_t size, uint64_t now)
 {
 	struct conn_pmtu *pm = &c->pmtu;
 
-	if (!pm->probe || id != pm->id || size != pm->probe) {
-		return; /* an old probe's, or none we sent */
-	}
-	if (!pm->confirming) {
-		pm->lo = pm->probe;
-		if (pm->probe > pm->mtu) {
-			pmtu_use(c, pm->probe);
+	if (pm->probe && id == pm->id && size == pm->probe) {
+		if (!pm->confirming) {
+			pmtu_carried(c, pm->probe);
 		}
+		pm->confirming = false;
+		pm->probe = 0;
+	} else if (pmtu_late_counts(pm, id, size)) {
+		if (id == pm->fall_id) {
+			pr_info("conn %u: %u-byte packets get through after all (a late answer)",
+				c->id, (uint32_t)size);
+		}
+		pmtu_carried(c, (uint32_t)size);
+		/* refusals it belies give way to those before them: the search goes on where it
+		 * would have, had the answer come in time */
+		while (pm->hi <= size) {
+			pm->hi = pm->nabove ? pm->above[--pm->nabove] : pm->ceiling + 1;
+		}
+		if (pm->probe && !pm->confirming && pm->probe <= size) {
+			pm->probe = 0; /* a search probe it answers already */
+		}
+	} else {
+		return; /* an old probe's, one from before the fall, or none we sent */
 	}
-	pm->confirming = false;
-	pm->probe = 0;
 	pm->next_ns = pmtu_searching(pm) ? now : now + CONN_PMTU_RAISE_NS;
 }
 
@@ -1643,9 +1732,7 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		return;
 	}
 	if (h->type == HARP_PKT_PMTU) {
-		c->pmtu.answer_due = true; /* the latest one is answered */
-		c->pmtu.answer_id = h->tag;
-		c->pmtu.answer_size = (uint32_t)h->msg_len;
+		pmtu_on_probe(c, h->tag, (uint32_t)h->msg_len);
 		return;
 	}
 	if (h->type == HARP_PKT_PMTU_ACK) {

@@ -156,9 +156,21 @@ struct conn_path {
  * timeout with packets above the base makes it probe the size in use again: unanswered, the
  * path has shrunk (a black hole), packets fall to the base, the ones in flight are sent again
  * in parts (HARP_DATA_F_SEG), and the search starts over below the old size. A finished search
- * looks up again after CONN_PMTU_RAISE_NS.
+ * looks up again after CONN_PMTU_RAISE_NS. An answer that comes after its probe was given up on
+ * still proves the size: a loaded peer, slow to answer, must not hold the search low, nor a
+ * false black hole packets at the base (unless the probe is older than the last fall).
+ *
+ * The base is RFC 8899's BASE_PLPMTU for IPv4, a size every path is taken to carry, not 1500:
+ * an overlay or a VPN between 9000-byte interfaces (VXLAN, GENEVE, GCP's 1460) carries less
+ * than 1500, and a base it drops would leave nothing smaller to fall back to. The ceiling is
+ * probed first, so on a clean path packets leave the base after one answered probe.
  */
-#define CONN_PMTU_BASE 1500u
+#define CONN_PMTU_BASE 1200u
+/* a packet cut to the base must fit HARP_SEG_MAX parts, a MAC trailer in each */
+_Static_assert(HARP_SEG_MAX * (CONN_PMTU_BASE - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
+			      HARP_AUTH_TRAILER) >=
+		       HARP_IP_MAX - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN,
+	       "the largest packet fits HARP_SEG_MAX parts of the PMTU base");
 #define CONN_PMTU_TRIES 3
 #define CONN_PMTU_WAIT_MIN_NS 20000000ull /* a probe's answer is waited for at least this */
 #define CONN_PMTU_RAISE_NS 600000000000ull
@@ -168,14 +180,20 @@ struct conn_pmtu {
 	uint32_t mtu;	  /* IP MTU the connection's packets use now */
 	uint32_t lo, hi;  /* the search: lo was carried, hi was not (ceiling + 1: not known) */
 	uint32_t probe;	  /* the size a probe in flight asks about; 0: none */
-	uint32_t id;	  /* that probe's number */
+	uint32_t id;	  /* that probe's number (none in flight: the latest one's) */
+	uint32_t fall_id; /* the probe whose refusal last dropped mtu to the base */
 	uint8_t tries;
 	bool confirming;  /* it asks about mtu itself: a suspected black hole */
 	uint64_t sent_ns; /* when it last went */
 	uint64_t next_ns; /* when the next search step may start */
-	/* receiver: the peer's latest probe, to answer */
-	bool answer_due;
-	uint32_t answer_id, answer_size;
+	/* the search's earlier upper bounds, smallest last, nabove of them (pmtu_bound) */
+	uint32_t above[16];
+	uint8_t nabove;
+	/* receiver: the peer's probes to answer, those that came since answers last went */
+	uint8_t nanswers;
+	struct {
+		uint32_t id, size;
+	} answers[4];
 	/* parts the peer sent of packets it cut again, by psn (receiver); segs_open in use */
 	uint32_t segs_open;
 	struct {

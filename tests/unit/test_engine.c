@@ -280,6 +280,63 @@ static void rx_packet(struct side *to, const uint8_t *pkt, uint32_t len, int pie
 }
 
 /*
+ * The wire holds PMTU answers back this long, as a loaded peer's come late; 0: it does not. They
+ * wait here, in the order they are due, each with the side it goes to. The latest answer to
+ * wire_answers_to is kept as well, to be sent again later: an old answer.
+ */
+static uint64_t wire_late_ns;
+static struct side *wire_answers_to;
+static struct late_pkt {
+	struct side *to;
+	uint64_t due_ns;
+	uint32_t len;
+	uint8_t pkt[256]; /* a PMTU answer goes alone: headers only */
+} late_pkts[64], wire_answer;
+static uint32_t late_head, late_tail;
+
+static void late_pkt_set(struct late_pkt *l, struct side *to, const uint8_t *pkt, uint32_t len)
+{
+	assert_true(len <= sizeof(l->pkt));
+	l->to = to;
+	l->due_ns = now_ns() + wire_late_ns;
+	l->len = len;
+	memcpy(l->pkt, pkt, len);
+}
+
+/* Holds pkt back, if it is a PMTU answer and wire_late_ns says so (keeping it, for to). */
+static bool wire_hold(struct side *to, const uint8_t *pkt, uint32_t len)
+{
+	struct wire_pkt p;
+
+	if ((!wire_late_ns && to != wire_answers_to) || wire_parse(pkt, len, &p) != WIRE_OK ||
+	    p.h.type != HARP_PKT_PMTU_ACK) {
+		return false;
+	}
+	if (to == wire_answers_to) {
+		late_pkt_set(&wire_answer, to, pkt, len);
+	}
+	if (!wire_late_ns) {
+		return false;
+	}
+	assert_true(late_tail - late_head < ARRAY_SIZE(late_pkts));
+	late_pkt_set(&late_pkts[late_tail++ % ARRAY_SIZE(late_pkts)], to, pkt, len);
+	return true;
+}
+
+/* The held packets that are due go on. */
+static void wire_release(void)
+{
+	uint64_t now = now_ns();
+
+	while (late_head != late_tail &&
+	       late_pkts[late_head % ARRAY_SIZE(late_pkts)].due_ns <= now) {
+		struct late_pkt *l = &late_pkts[late_head++ % ARRAY_SIZE(late_pkts)];
+
+		rx_packet(l->to, l->pkt, l->len, -1);
+	}
+}
+
+/*
  * The kernel: every packet on from's TX ring (one descriptor, or a chain of them on a
  * multi-buffer side) goes into frames from to's fill ring and on to to's RX ring (all of them
  * when drop_after < 0, else only the first drop_after; the rest are lost), and every descriptor
@@ -290,6 +347,7 @@ static int wire_move(struct side *from, struct side *to, int drop_after)
 	static uint8_t pkt[XSK_SLOT_BYTES];
 	int moved = 0;
 
+	wire_release();
 	while (from->tx.consumer != from->tx.producer) {
 		uint32_t len = 0;
 		bool more;
@@ -311,7 +369,8 @@ static int wire_move(struct side *from, struct side *to, int drop_after)
 			from->comp.producer++;
 			from->tx.consumer++;
 		} while (more);
-		if ((drop_after < 0 || moved < drop_after) && (!wire_drop_above || len <= wire_drop_above)) {
+		if ((drop_after < 0 || moved < drop_after) &&
+		    (!wire_drop_above || len <= wire_drop_above) && !wire_hold(to, pkt, len)) {
 			rx_packet(to, pkt, len, -1);
 		}
 		moved++;
@@ -401,6 +460,9 @@ static int teardown(void **state)
 	struct world *w = *state;
 
 	wire_drop_above = 0;
+	wire_late_ns = 0;
+	wire_answers_to = NULL;
+	late_head = late_tail; /* what is still held went to these sides */
 	side_fini(&w->a);
 	side_fini(&w->b);
 	free(w);
@@ -880,10 +942,12 @@ static void run_for(struct world *w, bool (*done)(struct world *), int max_ms)
 	fail_msg("not done after %d ms", max_ms);
 }
 
+static struct harp_conn *pmtu_c; /* the connection searched() watches */
 static bool searched(struct world *w)
 {
-	const struct conn_pmtu *pm = &w->a.conns[0].pmtu;
+	const struct conn_pmtu *pm = &pmtu_c->pmtu;
 
+	(void)w;
 	return pm->mtu && !pm->probe && pm->hi <= pm->lo + CONN_PMTU_STEP;
 }
 
@@ -897,10 +961,10 @@ static bool both_done(struct world *w)
 
 /*
  * Path MTU discovery over the fake wire, 9000-byte interfaces: with a 1500-byte hop between
- * them, the search ends at 1500 and packets stay there; on a clean path it reaches 9000 in one
- * probe; and when the path then shrinks to 1500 under a transfer, the size in use is found
- * refused, packets fall to 1500, and those in flight go again in parts: the message arrives
- * byte-exact.
+ * them, the search up from the 1200-byte base ends at 1500 and packets stay there; on a clean
+ * path it reaches 9000 in one probe; and when the path then shrinks to 1500 under a transfer,
+ * the size in use is found refused, packets fall to the base, those in flight go again in
+ * parts, and the search climbs back to 1500: the message arrives byte-exact.
  */
 static void test_pmtu(void **state)
 {
@@ -914,10 +978,12 @@ static void test_pmtu(void **state)
 	w->ceiling = 9000;
 	wire_drop_above = HARP_ETH_HLEN + 1500;
 	pair_open(w, 0);
+	pmtu_c = a;
 	run_for(w, searched, 3000);
 	assert_int_equal(a->pmtu.mtu, 1500);
 	assert_int_equal(a->payload_max, 1500 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
-	assert_true(a->stats.pmtu_probes >= 3 * 8); /* 9000, then halving towards 1500 */
+	/* 9000, then halving towards 1200: 7 sizes refused (3 tries each), 1440 and 1500 not */
+	assert_true(a->stats.pmtu_probes >= 3 * 7 + 2);
 	assert_int_equal(a->stats.pmtu_drops, 0);
 
 	/* a clean path: a new pair finds 9000 at once */
@@ -933,9 +999,10 @@ static void test_pmtu(void **state)
 	}
 	assert_int_equal(a->pmtu.mtu, 9000);
 	assert_int_equal(a->stats.pmtu_probes, 1);
-	/* the window counts bytes: it started as 32 packets of 1500 and stays that, not 32 of 9000 */
+	/* the window counts bytes: it started as 32 packets of the base and stays that, not 32 of
+	 * 9000 */
 	assert_int_equal(a->npaths, 1);
-	assert_int_equal(conn_cwnd(a), 32 * 1500);
+	assert_int_equal(conn_cwnd(a), 32 * 1200);
 	assert_int_equal(a->paths[0].cc.mss, 9000);
 
 	/* and then it shrinks, with a message under way */
@@ -948,16 +1015,217 @@ static void test_pmtu(void **state)
 	wire_move(&w->b, &w->a, -1); /* the CTS */
 	engine_progress(&w->a.e);    /* a window of 9000-byte packets */
 	assert_true(a->paths[0].inflight_bytes >= conn_cwnd(a));
-	assert_true(a->paths[0].inflight_bytes < conn_cwnd(a) + 9000); /* 6 of them, not 32 */
-	assert_int_equal(a->paths[0].inflight, (32 * 1500 + 8999) / 9000);
+	assert_true(a->paths[0].inflight_bytes < conn_cwnd(a) + 9000); /* 5 of them, not 32 */
+	assert_int_equal(a->paths[0].inflight, (32 * 1200 + 8999) / 9000);
 	wire_drop_above = HARP_ETH_HLEN + 1500;
 	run_for(w, both_done, 5000);
 	assert_int_equal(state_of(pmtu_s), REQ_DONE);
 	assert_int_equal(state_of(pmtu_r), REQ_DONE);
 	assert_memory_equal(src, dst, len);
-	assert_int_equal(a->pmtu.mtu, 1500);
 	assert_int_equal(a->stats.pmtu_drops, 1);
 	assert_true(a->stats.seg_parts > 0);
+	/* fallen to the base, the search may still be climbing when the message is in */
+	pmtu_c = a;
+	run_for(w, searched, 3000);
+	assert_int_equal(a->pmtu.mtu, 1500);
+	assert_int_equal(a->stats.pmtu_drops, 1);
+	free(pmtu_s);
+	free(pmtu_r);
+	free(src);
+	free(dst);
+}
+
+/*
+ * A hop narrower than 1500 between 9000-byte interfaces (an overlay, a VPN): packets start at
+ * 1200, which every IPv4 path carries, so a message sent at once crosses before the search is
+ * done; the search then stops within CONN_PMTU_STEP below the hop (1260 under 1280), and the
+ * next message crosses at that size. Both byte-exact.
+ */
+static void test_pmtu_narrow(void **state)
+{
+	struct world *w = *state;
+	size_t len = 300 * 1000, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 29 + 3);
+	}
+	w->ceiling = 9000;
+	wire_drop_above = HARP_ETH_HLEN + 1280;
+	pair_open(w, 0);
+	pmtu_r = post_recv(b, dst, len);
+	pmtu_s = post_send(a, src, len);
+	engine_progress(&w->a.e);
+	assert_int_equal(a->pmtu.mtu, 1200);
+	run_for(w, both_done, 5000);
+	assert_int_equal(state_of(pmtu_s), REQ_DONE);
+	assert_int_equal(state_of(pmtu_r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(pmtu_s);
+	free(pmtu_r);
+
+	pmtu_c = a;
+	run_for(w, searched, 3000);
+	assert_int_equal(a->pmtu.mtu, 1260);
+	assert_int_equal(a->payload_max, 1260 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	assert_int_equal(a->stats.pmtu_drops, 0);
+	memset(dst, 0, len);
+	pmtu_r = post_recv(b, dst, len);
+	pmtu_s = post_send(a, src, len);
+	run_for(w, both_done, 5000);
+	assert_int_equal(state_of(pmtu_s), REQ_DONE);
+	assert_int_equal(state_of(pmtu_r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	assert_int_equal(a->pmtu.mtu, 1260);
+	free(pmtu_s);
+	free(pmtu_r);
+	free(src);
+	free(dst);
+}
+
+/* searched(), and every PMTU answer is in: none held by the wire, on a ring, or owed. */
+static bool searched_all_in(struct world *w)
+{
+	const struct harp_conn *peer = &w->b.conns[pmtu_c - w->a.conns];
+
+	return searched(w) && late_head == late_tail && w->a.rx.consumer == w->a.rx.producer &&
+	       w->b.rx.consumer == w->b.rx.producer && !peer->pmtu.nanswers;
+}
+
+/* PMTU answers come 150 ms late: a probe is given up on (3 tries, 20 ms apart) before its
+ * answer is in, every one of them. */
+#define LATE_NS (150 * 1000000ull)
+
+/*
+ * A loaded peer answers every PMTU probe after its wait: each is given up on, and its answer
+ * comes later. An answer proves its size however late, so the search through a 1500-byte hop
+ * does not end at the 1200-byte base: it ends where prompt answers take it, at 1500 (a late
+ * answer brings back the bound the refusal it belies took the place of).
+ */
+static void test_pmtu_late_search(void **state)
+{
+	struct world *w = *state;
+	struct harp_conn *a = &w->a.conns[0];
+
+	w->ceiling = 9000;
+	wire_drop_above = HARP_ETH_HLEN + 1500;
+	wire_late_ns = LATE_NS;
+	pair_open(w, 0);
+	pmtu_c = a;
+	run_for(w, searched_all_in, 10000);
+	assert_int_equal(a->pmtu.mtu, 1500);
+	assert_int_equal(a->payload_max, 1500 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	assert_int_equal(a->stats.pmtu_drops, 0);
+}
+
+/*
+ * A timeout under a transfer of 9000-byte packets on a clean path makes the sender ask whether
+ * 9000 still gets through; the answer comes late, so packets fall to the base and go in parts
+ * (a false black hole). The late answer to that very probe proves the path carried 9000 after
+ * the doubt began: packets go back to 9000 at once, not after CONN_PMTU_RAISE_NS, and the
+ * message arrives byte-exact.
+ */
+static void test_pmtu_late_confirm(void **state)
+{
+	struct world *w = *state;
+	size_t len = 2000 * 1000, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
+	uint64_t end;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 37 + 11);
+	}
+	w->ceiling = 9000;
+	pair_open(w, 0);
+	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, -1);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+	}
+	assert_int_equal(a->pmtu.mtu, 9000);
+
+	/* a's packets are lost until a timeout doubts the size in use; answers come late */
+	pmtu_r = post_recv(b, dst, len);
+	pmtu_s = post_send(a, src, len);
+	wire_late_ns = LATE_NS;
+	end = now_ns() + 2000 * 1000000ull;
+	while (!a->pmtu.confirming && now_ns() < end) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, 0);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+	}
+	assert_true(a->pmtu.confirming);
+	assert_int_equal(a->pmtu.probe, 9000);
+	run_for(w, both_done, 10000);
+	assert_int_equal(state_of(pmtu_s), REQ_DONE);
+	assert_int_equal(state_of(pmtu_r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	pmtu_c = a;
+	run_for(w, searched_all_in, 5000);
+	/* it fell, falsely (again after any later timeout: each answer is late), and is back */
+	assert_true(a->stats.pmtu_drops >= 1);
+	assert_int_equal(a->pmtu.mtu, 9000);
+	free(pmtu_s);
+	free(pmtu_r);
+	free(src);
+	free(dst);
+}
+
+/*
+ * The path shrinks from 9000 to 1500 under a transfer: packets fall to the base and the search
+ * climbs back to 1500. An answer from before the fall, that 9000 got through, then comes (kept
+ * by the wire, sent again): it tells of the path as it was, and changes nothing.
+ */
+static void test_pmtu_old_answer(void **state)
+{
+	struct world *w = *state;
+	size_t len = 1000 * 1000, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
+	struct late_pkt old;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 41 + 5);
+	}
+	w->ceiling = 9000;
+	wire_answers_to = &w->a;
+	pair_open(w, 0);
+	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, -1);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+	}
+	assert_int_equal(a->pmtu.mtu, 9000);
+	old = wire_answer;
+	assert_true(old.len > 0);
+
+	pmtu_r = post_recv(b, dst, len);
+	pmtu_s = post_send(a, src, len);
+	wire_drop_above = HARP_ETH_HLEN + 1500;
+	run_for(w, both_done, 5000);
+	assert_int_equal(state_of(pmtu_s), REQ_DONE);
+	assert_int_equal(state_of(pmtu_r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	pmtu_c = a;
+	run_for(w, searched_all_in, 3000);
+	assert_int_equal(a->pmtu.mtu, 1500);
+	assert_int_equal(a->stats.pmtu_drops, 1);
+
+	rx_packet(&w->a, old.pkt, old.len, -1);
+	run_for(w, searched_all_in, 3000);
+	assert_int_equal(a->pmtu.mtu, 1500);
+	assert_int_equal(a->stats.pmtu_drops, 1);
 	free(pmtu_s);
 	free(pmtu_r);
 	free(src);
@@ -1152,6 +1420,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_chain_too_long_spans_peeks, setup_sg,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pmtu, setup_sg, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu_narrow, setup_sg, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu_late_search, setup_sg, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu_late_confirm, setup_sg, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu_old_answer, setup_sg, teardown),
 		cmocka_unit_test(test_keeper_watch),
 		cmocka_unit_test(test_keeper_plan),
 	};
