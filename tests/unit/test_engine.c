@@ -959,6 +959,64 @@ static bool both_done(struct world *w)
 	       atomic_load(&pmtu_r->state) != REQ_PENDING;
 }
 
+/* A PMTU test's message: len bytes of a pattern (seed), and where they are to land. */
+struct pmtu_msg {
+	uint8_t *src, *dst;
+	size_t len;
+};
+
+static struct pmtu_msg pmtu_msg_new(size_t len, uint8_t seed)
+{
+	struct pmtu_msg m = { .src = malloc(len), .dst = calloc(1, len), .len = len };
+	size_t i;
+
+	assert_non_null(m.src);
+	assert_non_null(m.dst);
+	for (i = 0; i < len; i++) {
+		m.src[i] = (uint8_t)(i * 31 + seed);
+	}
+	return m;
+}
+
+/* m from a to b: the receive and the send posted (pmtu_r, pmtu_s). */
+static void pmtu_msg_post(struct pmtu_msg *m, struct harp_conn *a, struct harp_conn *b)
+{
+	memset(m->dst, 0, m->len);
+	pmtu_r = post_recv(b, m->dst, m->len);
+	pmtu_s = post_send(a, m->src, m->len);
+}
+
+/* m, posted, arrives byte-exact within max_ms; its requests go. */
+static void pmtu_msg_arrives(struct world *w, struct pmtu_msg *m, int max_ms)
+{
+	run_for(w, both_done, max_ms);
+	assert_int_equal(state_of(pmtu_s), REQ_DONE);
+	assert_int_equal(state_of(pmtu_r), REQ_DONE);
+	assert_memory_equal(m->src, m->dst, m->len);
+	free(pmtu_s);
+	free(pmtu_r);
+}
+
+static void pmtu_msg_free(struct pmtu_msg *m)
+{
+	free(m->src);
+	free(m->dst);
+}
+
+/* A clean path between 9000-byte ends: a's first probe, of the ceiling, is answered. */
+static void pmtu_reach_9000(struct world *w, struct harp_conn *a)
+{
+	int i;
+
+	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
+		engine_progress(&w->a.e);
+		wire_move(&w->a, &w->b, -1);
+		engine_progress(&w->b.e);
+		wire_move(&w->b, &w->a, -1);
+	}
+	assert_int_equal(a->pmtu.mtu, 9000);
+}
+
 /*
  * Path MTU discovery over the fake wire, 9000-byte interfaces: with a 1500-byte hop between
  * them, the search up from the 1200-byte base ends at 1500 and packets stay there; on a clean
@@ -969,12 +1027,9 @@ static bool both_done(struct world *w)
 static void test_pmtu(void **state)
 {
 	struct world *w = *state;
-	size_t len = 2000 * 1000, i;
-	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct pmtu_msg m = pmtu_msg_new(2000 * 1000, 7);
 	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
 
-	assert_non_null(src);
-	assert_non_null(dst);
 	w->ceiling = 9000;
 	wire_drop_above = HARP_ETH_HLEN + 1500;
 	pair_open(w, 0);
@@ -991,13 +1046,7 @@ static void test_pmtu(void **state)
 	pair_open(w, 1);
 	a = &w->a.conns[1];
 	b = &w->b.conns[1];
-	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
-		engine_progress(&w->a.e);
-		wire_move(&w->a, &w->b, -1);
-		engine_progress(&w->b.e);
-		wire_move(&w->b, &w->a, -1);
-	}
-	assert_int_equal(a->pmtu.mtu, 9000);
+	pmtu_reach_9000(w, a);
 	assert_int_equal(a->stats.pmtu_probes, 1);
 	/* the window counts bytes: it started as 32 packets of the base and stays that, not 32 of
 	 * 9000 */
@@ -1006,11 +1055,7 @@ static void test_pmtu(void **state)
 	assert_int_equal(a->paths[0].cc.mss, 9000);
 
 	/* and then it shrinks, with a message under way */
-	for (i = 0; i < len; i++) {
-		src[i] = (uint8_t)(i * 31 + 7);
-	}
-	pmtu_r = post_recv(b, dst, len);
-	pmtu_s = post_send(a, src, len);
+	pmtu_msg_post(&m, a, b);
 	engine_progress(&w->b.e);
 	wire_move(&w->b, &w->a, -1); /* the CTS */
 	engine_progress(&w->a.e);    /* a window of 9000-byte packets */
@@ -1018,10 +1063,7 @@ static void test_pmtu(void **state)
 	assert_true(a->paths[0].inflight_bytes < conn_cwnd(a) + 9000); /* 5 of them, not 32 */
 	assert_int_equal(a->paths[0].inflight, (32 * 1200 + 8999) / 9000);
 	wire_drop_above = HARP_ETH_HLEN + 1500;
-	run_for(w, both_done, 5000);
-	assert_int_equal(state_of(pmtu_s), REQ_DONE);
-	assert_int_equal(state_of(pmtu_r), REQ_DONE);
-	assert_memory_equal(src, dst, len);
+	pmtu_msg_arrives(w, &m, 5000);
 	assert_int_equal(a->stats.pmtu_drops, 1);
 	assert_true(a->stats.seg_parts > 0);
 	/* fallen to the base, the search may still be climbing when the message is in */
@@ -1029,10 +1071,7 @@ static void test_pmtu(void **state)
 	run_for(w, searched, 3000);
 	assert_int_equal(a->pmtu.mtu, 1500);
 	assert_int_equal(a->stats.pmtu_drops, 1);
-	free(pmtu_s);
-	free(pmtu_r);
-	free(src);
-	free(dst);
+	pmtu_msg_free(&m);
 }
 
 /*
@@ -1044,46 +1083,26 @@ static void test_pmtu(void **state)
 static void test_pmtu_narrow(void **state)
 {
 	struct world *w = *state;
-	size_t len = 300 * 1000, i;
-	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct pmtu_msg m = pmtu_msg_new(300 * 1000, 3);
 	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
 
-	assert_non_null(src);
-	assert_non_null(dst);
-	for (i = 0; i < len; i++) {
-		src[i] = (uint8_t)(i * 29 + 3);
-	}
 	w->ceiling = 9000;
 	wire_drop_above = HARP_ETH_HLEN + 1280;
 	pair_open(w, 0);
-	pmtu_r = post_recv(b, dst, len);
-	pmtu_s = post_send(a, src, len);
+	pmtu_msg_post(&m, a, b);
 	engine_progress(&w->a.e);
 	assert_int_equal(a->pmtu.mtu, 1200);
-	run_for(w, both_done, 5000);
-	assert_int_equal(state_of(pmtu_s), REQ_DONE);
-	assert_int_equal(state_of(pmtu_r), REQ_DONE);
-	assert_memory_equal(src, dst, len);
-	free(pmtu_s);
-	free(pmtu_r);
+	pmtu_msg_arrives(w, &m, 5000);
 
 	pmtu_c = a;
 	run_for(w, searched, 3000);
 	assert_int_equal(a->pmtu.mtu, 1260);
 	assert_int_equal(a->payload_max, 1260 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
 	assert_int_equal(a->stats.pmtu_drops, 0);
-	memset(dst, 0, len);
-	pmtu_r = post_recv(b, dst, len);
-	pmtu_s = post_send(a, src, len);
-	run_for(w, both_done, 5000);
-	assert_int_equal(state_of(pmtu_s), REQ_DONE);
-	assert_int_equal(state_of(pmtu_r), REQ_DONE);
-	assert_memory_equal(src, dst, len);
+	pmtu_msg_post(&m, a, b);
+	pmtu_msg_arrives(w, &m, 5000);
 	assert_int_equal(a->pmtu.mtu, 1260);
-	free(pmtu_s);
-	free(pmtu_r);
-	free(src);
-	free(dst);
+	pmtu_msg_free(&m);
 }
 
 /* searched(), and every PMTU answer is in: none held by the wire, on a ring, or owed. */
@@ -1131,29 +1150,16 @@ static void test_pmtu_late_search(void **state)
 static void test_pmtu_late_confirm(void **state)
 {
 	struct world *w = *state;
-	size_t len = 2000 * 1000, i;
-	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct pmtu_msg m = pmtu_msg_new(2000 * 1000, 11);
 	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
 	uint64_t end;
 
-	assert_non_null(src);
-	assert_non_null(dst);
-	for (i = 0; i < len; i++) {
-		src[i] = (uint8_t)(i * 37 + 11);
-	}
 	w->ceiling = 9000;
 	pair_open(w, 0);
-	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
-		engine_progress(&w->a.e);
-		wire_move(&w->a, &w->b, -1);
-		engine_progress(&w->b.e);
-		wire_move(&w->b, &w->a, -1);
-	}
-	assert_int_equal(a->pmtu.mtu, 9000);
+	pmtu_reach_9000(w, a);
 
 	/* a's packets are lost until a timeout doubts the size in use; answers come late */
-	pmtu_r = post_recv(b, dst, len);
-	pmtu_s = post_send(a, src, len);
+	pmtu_msg_post(&m, a, b);
 	wire_late_ns = LATE_NS;
 	end = now_ns() + 2000 * 1000000ull;
 	while (!a->pmtu.confirming && now_ns() < end) {
@@ -1164,19 +1170,13 @@ static void test_pmtu_late_confirm(void **state)
 	}
 	assert_true(a->pmtu.confirming);
 	assert_int_equal(a->pmtu.probe, 9000);
-	run_for(w, both_done, 10000);
-	assert_int_equal(state_of(pmtu_s), REQ_DONE);
-	assert_int_equal(state_of(pmtu_r), REQ_DONE);
-	assert_memory_equal(src, dst, len);
+	pmtu_msg_arrives(w, &m, 10000);
 	pmtu_c = a;
 	run_for(w, searched_all_in, 5000);
 	/* it fell, falsely (again after any later timeout: each answer is late), and is back */
 	assert_true(a->stats.pmtu_drops >= 1);
 	assert_int_equal(a->pmtu.mtu, 9000);
-	free(pmtu_s);
-	free(pmtu_r);
-	free(src);
-	free(dst);
+	pmtu_msg_free(&m);
 }
 
 /*
@@ -1187,36 +1187,20 @@ static void test_pmtu_late_confirm(void **state)
 static void test_pmtu_old_answer(void **state)
 {
 	struct world *w = *state;
-	size_t len = 1000 * 1000, i;
-	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct pmtu_msg m = pmtu_msg_new(1000 * 1000, 5);
 	struct harp_conn *a = &w->a.conns[0], *b = &w->b.conns[0];
 	struct late_pkt old;
 
-	assert_non_null(src);
-	assert_non_null(dst);
-	for (i = 0; i < len; i++) {
-		src[i] = (uint8_t)(i * 41 + 5);
-	}
 	w->ceiling = 9000;
 	wire_answers_to = &w->a;
 	pair_open(w, 0);
-	for (i = 0; i < 50 && a->pmtu.mtu != 9000; i++) {
-		engine_progress(&w->a.e);
-		wire_move(&w->a, &w->b, -1);
-		engine_progress(&w->b.e);
-		wire_move(&w->b, &w->a, -1);
-	}
-	assert_int_equal(a->pmtu.mtu, 9000);
+	pmtu_reach_9000(w, a);
 	old = wire_answer;
 	assert_true(old.len > 0);
 
-	pmtu_r = post_recv(b, dst, len);
-	pmtu_s = post_send(a, src, len);
+	pmtu_msg_post(&m, a, b);
 	wire_drop_above = HARP_ETH_HLEN + 1500;
-	run_for(w, both_done, 5000);
-	assert_int_equal(state_of(pmtu_s), REQ_DONE);
-	assert_int_equal(state_of(pmtu_r), REQ_DONE);
-	assert_memory_equal(src, dst, len);
+	pmtu_msg_arrives(w, &m, 5000);
 	pmtu_c = a;
 	run_for(w, searched_all_in, 3000);
 	assert_int_equal(a->pmtu.mtu, 1500);
@@ -1226,10 +1210,7 @@ static void test_pmtu_old_answer(void **state)
 	run_for(w, searched_all_in, 3000);
 	assert_int_equal(a->pmtu.mtu, 1500);
 	assert_int_equal(a->stats.pmtu_drops, 1);
-	free(pmtu_s);
-	free(pmtu_r);
-	free(src);
-	free(dst);
+	pmtu_msg_free(&m);
 }
 
 /* Part of a message arrives: the ack waits on the delayed-ack list, then leaves on its own. */
