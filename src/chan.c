@@ -32,6 +32,8 @@ static int chan_take(struct harp_conn *c, const struct chan_msg *m, uint64_t now
 	} else if (msg.type == CHAN_SILENT) {
 		c->peer_hears_nothing_ms = msg.value ? msg.value : 1;
 		c->engine->silence_reports = true; /* zc_watch acts on it */
+	} else if (msg.type == CHAN_UNHEARD) {
+		conn_on_peer_unheard(c, msg.value, now);
 	} else {
 		c->peer_closed = true;
 		conn_on_peer_close(c, msg.value, now);
@@ -177,6 +179,21 @@ void chan_send_silent(struct harp_conn *c, uint32_t ms)
 		pr_debug("conn %u: the silence report could not be sent: %s", c->id,
 			 strerror(errno));
 	}
+}
+
+void chan_send_unheard(struct harp_conn *c)
+{
+	struct chan_msg m = {
+		.magic = htonl(CHAN_MAGIC),
+		.type = htonl(CHAN_UNHEARD),
+		.value = htonl(c->probe.unheard_ms),
+	};
+
+	if (!chan_write(c, &m, 1)) {
+		pr_debug("conn %u: the report of unanswered timeouts could not be sent: %s", c->id,
+			 strerror(errno));
+	}
+	c->probe.unheard_ms = 0;
 }
 
 uint64_t chan_rtt_ns(const struct harp_conn *c)

@@ -57,6 +57,9 @@
 #define PROBE_INTERVAL_MAX_NS (200 * 1000000ull)
 #define PROBE_WAIT_MAX_NS (1000 * 1000000ull) /* longest wait for answers before a new round */
 #define PROBE_CANDS_PER_PATH 16 /* candidates per path still wanted, in a round */
+#define RESCUE_TIMEOUTS 2	/* timeouts in a row, no ack between, before a rescue round */
+#define RESCUE_GAP_NS (10 * 1000000ull) /* the peer's rescues, at most one this often: its
+					  * timeouts are further apart (RTO_MIN_US) */
 
 int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max)
 {
@@ -120,6 +123,7 @@ void conn_start(struct harp_conn *c, uint64_t now)
 	c->rto_base_ns = now;
 	c->last_ack_ns = now;
 	c->heard_ns = now;
+	c->rx_any_ns = now;
 	c->probe.first_ns = now;
 	c->probe.next_ns = now;
 	if (c->pmtu.ceiling) {
@@ -370,6 +374,39 @@ static uint64_t probe_wait_floor(const struct conn_probe *pr)
 }
 
 /*
+ * Whether the running rescue replaces path p (a path added since it began never): our own,
+ * after timeouts here: p has had no ack since it began; the peer's: nothing p sent since the
+ * peer stopped hearing us has been acked (an ack that comes now of a packet sent before proves
+ * nothing of the pair today).
+ */
+static bool rescue_victim_ok(const struct harp_conn *c, const struct conn_path *p)
+{
+	const struct conn_probe *pr = &c->probe;
+
+	if (!p->live || p->last_ack_ns >= pr->rescue_ns) {
+		return false;
+	}
+	return !pr->deaf_to_ns || p->rack_xmit_ns <= pr->deaf_from_ns;
+}
+
+/* A path that sent while the peer heard nothing of us, with nothing sent since acked: dark. */
+static bool path_unheard(const struct conn_path *p, uint64_t from_ns, uint64_t to_ns)
+{
+	return p->live && p->rack_xmit_ns <= from_ns && p->sent_ns > from_ns && p->sent_ns <= to_ns;
+}
+
+/* The paths the running rescue would replace. */
+static uint32_t rescue_silent(const struct harp_conn *c)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		n += rescue_victim_ok(c, &c->paths[i]);
+	}
+	return n;
+}
+
+/*
  * Starts the next probe round: fresh candidate port pairs, none of them a live path's or one
  * another engine of this context owns (pairs.h); PROBE_CANDS_PER_PATH of them for each path
  * still wanted, at most CONN_PROBE_CANDS.
@@ -381,9 +418,15 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 	uint32_t n = 0, tries = 0, i, cands;
 	uint64_t floor = probe_wait_floor(pr);
 
+	pr->round++;
+	if (pr->rescue_ns && !pr->rescue_round) {
+		uint32_t silent = rescue_silent(c);
+
+		want = silent > want ? silent : want;
+		pr->rescue_round = pr->round;
+	}
 	cands = want * PROBE_CANDS_PER_PATH < CONN_PROBE_CANDS ? want * PROBE_CANDS_PER_PATH
 							       : CONN_PROBE_CANDS;
-	pr->round++;
 	pr->answered = false;
 	while (n < cands && tries++ < 4 * CONN_PROBE_CANDS) {
 		uint16_t sp = htons((uint16_t)(c->port_lo + xorshift(&pr->rng) % c->port_span));
@@ -738,6 +781,7 @@ static bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	pm->sent_ns = now;
 	c->stats.pmtu_probes++;
 out:
+	c->paths[path].sent_ns = now;
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
 	tx->twin_src_port = 0;
@@ -858,7 +902,9 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		return true;
 	}
 	if (pr->sent == pr->ncands) {
-		if (c->paths_live >= c->paths_want || now < pr->next_ns) {
+		bool rescue = pr->rescue_ns && !pr->rescue_round && rescue_silent(c);
+
+		if ((c->paths_live >= c->paths_want && !rescue) || now < pr->next_ns) {
 			return false;
 		}
 		probe_round(c, now);
@@ -895,6 +941,69 @@ bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	return true;
 }
 
+/* Path i stops carrying: what it holds unacked goes again elsewhere. */
+static void path_retire(struct harp_conn *c, uint32_t i)
+{
+	struct conn_path *p = &c->paths[i];
+	uint32_t psn;
+
+	p->live = false;
+	c->paths_live--;
+	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
+		struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && rec->path == i) {
+			queue_rtx(c, rec, psn);
+		}
+	}
+	p->inflight = 0;
+	p->inflight_bytes = 0;
+}
+
+/*
+ * The path a rescue's answered candidate replaces: the one without an ack longest among those
+ * it replaces; -1: none (each has been acked or replaced since: it is over).
+ */
+static int rescue_victim(const struct harp_conn *c)
+{
+	uint64_t oldest = UINT64_MAX;
+	int victim = -1;
+	uint32_t i;
+
+	for (i = 0; i < c->npaths; i++) {
+		const struct conn_path *p = &c->paths[i];
+
+		if (rescue_victim_ok(c, p) && p->last_ack_ns < oldest) {
+			oldest = p->last_ack_ns;
+			victim = (int)i;
+		}
+	}
+	return victim;
+}
+
+/* A rescue round's answered candidate: the pair reaches the peer's engine now, which is more
+ * than the silent path it replaces can say. */
+static void rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
+{
+	int victim = rescue_victim(c);
+	const struct conn_path *p;
+
+	if (victim < 0) {
+		c->probe.rescue_ns = 0;
+		return;
+	}
+	p = &c->paths[victim];
+	pr_debug("conn %u: path %d (ports %u->%u) without an ack for %llu ms, as every path was; "
+		 "replaced by %u->%u, which a probe just crossed",
+		 c->id, victim, ntohs(p->src_port), ntohs(p->dst_port),
+		 (unsigned long long)((now - p->last_ack_ns) / 1000000), ntohs(src_port),
+		 ntohs(dst_port));
+	path_retire(c, (uint32_t)victim);
+	c->stats.paths_retired++;
+	c->stats.paths_rescued++;
+	conn_add_path(c, src_port, dst_port, now);
+}
+
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
@@ -921,6 +1030,8 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 	}
 	if (conn_add_path(c, pr->cand_src[cand], pr->cand_dst[cand], now) >= 0) {
 		pr->interval_ns = PROBE_INTERVAL_NS; /* rounds find paths: no need to wait longer */
+	} else if (pr->rescue_ns && round == pr->rescue_round) {
+		rescue_take(c, pr->cand_src[cand], pr->cand_dst[cand], now);
 	}
 }
 
@@ -1357,6 +1468,7 @@ static void on_ack(struct harp_conn *c, uint32_t ack_psn, const uint8_t *sack, u
 	}
 	paths_on_ack(c, &t, now);
 	c->rto_base_ns = now;
+	c->rto_streak = 0;
 	c->last_ack_ns = now;
 	detect_loss(c);
 }
@@ -1719,6 +1831,7 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	int err;
 
 	c->heard_ns = now;
+	c->rx_any_ns = now;
 	if (h->type == HARP_PKT_ACK) {
 		on_ack(c, h->ack_psn, p->body, h->len * 8u, h->ts_echo, now);
 		if (h->flags & HARP_ACK_F_DUP) {
@@ -1828,7 +1941,7 @@ void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now
  */
 static void retire_dead_paths(struct harp_conn *c, uint64_t now)
 {
-	uint32_t i, psn;
+	uint32_t i;
 
 	for (i = 0; i < c->npaths && c->paths_live > 1; i++) {
 		struct conn_path *p = &c->paths[i];
@@ -1841,18 +1954,8 @@ static void retire_dead_paths(struct harp_conn *c, uint64_t now)
 		    c->rack_xmit_ns <= p->waiting_since_ns + limit) {
 			continue;
 		}
-		p->live = false;
-		c->paths_live--;
+		path_retire(c, i);
 		c->stats.paths_retired++;
-		for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
-			struct tx_rec *rec = rec_of(c, psn);
-
-			if (!rec->acked && rec->path == i) {
-				queue_rtx(c, rec, psn);
-			}
-		}
-		p->inflight = 0;
-		p->inflight_bytes = 0;
 		pr_debug("conn %u: path %u (ports %u->%u) silent for %llu ms while others deliver; "
 			 "retired, probing for another",
 			 c->id, i, ntohs(p->src_port), ntohs(p->dst_port),
@@ -1862,8 +1965,66 @@ static void retire_dead_paths(struct harp_conn *c, uint64_t now)
 	}
 }
 
+/*
+ * Every path silent through RESCUE_TIMEOUTS retransmission timeouts in a row: retire_dead_paths
+ * cannot tell a dark path from a silent peer with none delivering, and no path is missing, so
+ * nothing would probe. A flow the network moved or dropped (a tap queue that stalls, a hash a
+ * middle box changed) can take all of a connection's pairs at once while fresh pairs cross:
+ * probe for them now, a round per timeout, and let each answer replace a silent path
+ * (rescue_take). The acks that did not come travel on the peer's pairs, which may be the dark
+ * ones: the peer is told (CHAN_UNHEARD) and rescues its own. A peer that is gone answers
+ * nothing, and the peer timeout judges it as before.
+ */
+static void rescue_start(struct harp_conn *c, uint64_t now)
+{
+	struct conn_probe *pr = &c->probe;
+
+	if (!c->port_span || !c->paths_live) {
+		return; /* no paths yet: the first rounds are under way */
+	}
+	if (pr->rescue_ns && pr->rescue_round == pr->round &&
+	    now - pr->round_ns < probe_wait_floor(pr)) {
+		return; /* the last rescue round's answers may still come */
+	}
+	pr->rescue_ns = now;
+	pr->deaf_from_ns = pr->deaf_to_ns = 0;
+	pr->rescue_round = 0;
+	pr->sent = pr->ncands; /* an unfinished round gives way */
+	pr->next_ns = now;
+	pr->interval_ns = PROBE_INTERVAL_NS;
+}
+
+/* What the paths of a connection declared dead went through: where a rare death under a real
+ * network came from is read from this line (which paths fell silent, when, what probing did). */
+static void paths_at_death(const struct harp_conn *c, uint64_t now)
+{
+	char list[CONN_MAX_PATHS * 32] = "";
+	size_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < c->npaths && off < sizeof(list); i++) {
+		const struct conn_path *p = &c->paths[i];
+		uint64_t ack_ms = (now - p->last_ack_ns) / 1000000;
+		uint64_t wait_ms = p->waiting_since_ns ? (now - p->waiting_since_ns) / 1000000 : 0;
+		int n;
+
+		if (!p->live) {
+			continue;
+		}
+		n = snprintf(list + off, sizeof(list) - off, "%s %u->%u %llu/%llu ms",
+			     off ? ";" : "", ntohs(p->src_port), ntohs(p->dst_port),
+			     (unsigned long long)ack_ms, (unsigned long long)wait_ms);
+		off += n > 0 ? (size_t)n : 0;
+	}
+	pr_warn("conn %u: %u of %u paths live, %u retired (%u by rescues after every path fell "
+		"silent), %llu probes sent, %u timeouts in a row; each live path's ports, time "
+		"since its last ack / since its oldest unanswered send:%s",
+		c->id, c->paths_live, c->paths_want, c->stats.paths_retired, c->stats.paths_rescued,
+		(unsigned long long)c->stats.probes_sent, c->rto_streak, list);
+}
+
 static void declare_dead(struct harp_conn *c, uint64_t silent_ns, uint64_t peer_timeout_ns,
-			 const char *what)
+			 const char *what, uint64_t now)
 {
 	char peer[INET_ADDRSTRLEN] = "?";
 
@@ -1871,6 +2032,7 @@ static void declare_dead(struct harp_conn *c, uint64_t silent_ns, uint64_t peer_
 	pr_err("conn %u: %s peer %s for %llu ms (HARP_PEER_TIMEOUT_MS=%llu); declaring it dead",
 	       c->id, what, peer, (unsigned long long)(silent_ns / 1000000),
 	       (unsigned long long)(peer_timeout_ns / 1000000));
+	paths_at_death(c, now);
 	conn_fail(c, -ETIMEDOUT);
 }
 
@@ -1891,7 +2053,7 @@ static void check_idle_peer(struct harp_conn *c, uint64_t now, uint64_t peer_tim
 	}
 	if (now - c->heard_ns > peer_timeout_ns) {
 		declare_dead(c, now - c->heard_ns, peer_timeout_ns,
-			     "requests wait and nothing came from");
+			     "requests wait and nothing came from", now);
 		return;
 	}
 	if (now - c->heard_ns >= 2 * every && now - c->ping_ns >= every) {
@@ -1925,7 +2087,8 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 	}
 	c->heard_ns = now; /* while packets are in flight, their acks judge the peer */
 	if (now - c->last_ack_ns > peer_timeout_ns) {
-		declare_dead(c, now - c->last_ack_ns, peer_timeout_ns, "no acknowledgement from");
+		declare_dead(c, now - c->last_ack_ns, peer_timeout_ns, "no acknowledgement from",
+			     now);
 		return;
 	}
 	if (now - c->rto_base_ns < (uint64_t)c->rtt.rto_us * 1000) {
@@ -1955,6 +2118,44 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 	}
 	rtt_backoff(&c->rtt);
 	c->rto_base_ns = now;
+	if (++c->rto_streak >= RESCUE_TIMEOUTS && c->port_span && c->paths_live) {
+		rescue_start(c, now);
+		/* whole ms, rounded down: the peer's window of deafness starts after the last
+		 * packet heard, never on it */
+		c->probe.unheard_ms = (uint32_t)((now - c->rx_any_ns) / 1000000);
+	}
+}
+
+/*
+ * The peer's timeouts found every path silent and it has heard nothing of us for ms: our pairs
+ * to it carry its acks, and one we sent on in that time (less a round trip for the last packet
+ * to arrive) is dark. Then every pair not acked since the peer went deaf is replaced: those we
+ * did not send on are no better known. Nothing, when we sent nothing (we heard nothing either:
+ * its pairs are what is dark, and it rescues those), or the peer heard us within a round trip.
+ */
+void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now)
+{
+	struct conn_probe *pr = &c->probe;
+	uint64_t deaf_ns = (uint64_t)ms * 1000000, rtt_ns = (uint64_t)c->rtt.srtt_us * 1000;
+	uint32_t i;
+
+	if (deaf_ns > now || deaf_ns <= rtt_ns ||
+	    (pr->rescue_ns && now - pr->rescue_ns < RESCUE_GAP_NS)) {
+		return;
+	}
+	for (i = 0; i < c->npaths; i++) {
+		if (path_unheard(&c->paths[i], now - deaf_ns, now - rtt_ns)) {
+			break;
+		}
+	}
+	if (i == c->npaths) {
+		return;
+	}
+	rescue_start(c, now);
+	if (pr->rescue_ns == now) { /* else a rescue round of ours still waits for answers */
+		pr->deaf_from_ns = now - deaf_ns;
+		pr->deaf_to_ns = now - rtt_ns;
+	}
 }
 
 /* ---- transmit ------------------------------------------------------------------------------------ */
@@ -2276,6 +2477,7 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	c->snd_nxt++;
 send:
 	rec->sent_ns = now;
+	c->paths[path].sent_ns = now;
 	if (!c->paths[path].waiting_since_ns) {
 		c->paths[path].waiting_since_ns = now;
 	}
@@ -2350,6 +2552,7 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if ((!c->ack_due && !c->ping_due) || path < 0) {
 		return false;
 	}
+	c->paths[path].sent_ns = now;
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
 	tx->twin_src_port = tx->twin_dst_port = 0;
@@ -2360,6 +2563,7 @@ bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if ((c->ack_twin || c->ping_due) && c->paths_live > 1) {
 		int twin = any_path(c); /* the rotation moved on: another path */
 
+		c->paths[twin].sent_ns = now;
 		tx->twin_src_port = c->paths[twin].src_port;
 		tx->twin_dst_port = c->paths[twin].dst_port;
 	}

@@ -142,6 +142,7 @@ struct conn_path {
 	struct pacer pace;	 /* used where the connection paces (HARP_PACING) */
 	uint64_t rack_xmit_ns;	 /* send time of the latest packet acked on this path */
 	uint64_t last_ack_ns;	 /* last ack of a packet sent on it */
+	uint64_t sent_ns;	 /* last packet of any kind sent on it (acks too) */
 	uint64_t waiting_since_ns; /* oldest send on it not answered by an ack since; 0: none */
 	uint32_t losses;	 /* packets declared lost, for the random-loss judgement */
 	uint32_t acked;		 /* packets acked since the last loss count was aged */
@@ -225,6 +226,17 @@ struct conn_probe {
 				 * the control connection's round trip); 0: not known */
 	bool answered;		/* this round has had an answer */
 	uint64_t *shared_answer_ns; /* the engine's: answers its other connections waited for */
+	/* A rescue: retransmission timeouts here found every path silent (conn_on_timer), or the
+	 * peer's did and it heard nothing of ours (CHAN_UNHEARD). A round goes out though every
+	 * wanted path is live, and each answered candidate replaces a silent path: one with no
+	 * ack since rescue_ns, or for the peer's rescue one that sent between deaf_from_ns and
+	 * deaf_to_ns, while the peer heard nothing, and had no ack since (rescue_victim).
+	 * rescue_ns 0: none; deaf_to_ns 0: our own. rescue_round: the round that is the
+	 * rescue's (0: not begun yet). */
+	uint64_t rescue_ns, deaf_from_ns, deaf_to_ns;
+	uint32_t rescue_round;
+	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
+			      * we last heard anything of it; 0: none (or heard within 1 ms) */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
 	uint32_t rng;
 };
@@ -356,8 +368,10 @@ struct harp_conn {
 	uint32_t rto_at_us;	  /* when the last timeout fired (our ts clock) */
 	bool rto_undo_armed;
 	uint64_t rto_base_ns; /* retransmission timer runs from here */
+	uint32_t rto_streak;  /* timeouts since the last ack of anything new */
 	uint64_t last_ack_ns; /* last ack that acknowledged something new */
 	uint64_t heard_ns;    /* last packet from the peer, or when requests began to wait */
+	uint64_t rx_any_ns;   /* last packet from the peer, whatever waits (CHAN_UNHEARD) */
 	uint64_t ping_ns;     /* last liveness ping */
 	bool ping_due;	      /* the next ACK asks the peer to answer at once */
 	struct conn_path paths[CONN_MAX_PATHS];
@@ -427,6 +441,9 @@ uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now);
 /* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
  * flight). */
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
+/* The peer's timeouts found every path silent (CHAN_UNHEARD): our pairs to it, which carry its
+ * acks, may be dark; probe for fresh ones, each answer replacing a path not acked since. */
+void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now);
 /* The peer's probe on this pair (ports in network order, ours first) reached this engine. */
 void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
 			uint64_t now);

@@ -156,7 +156,8 @@ int ctrlmsg_chan_check(const void *bytes, size_t len, struct ctrlmsg_chan *out, 
 	memcpy(&m, bytes, sizeof(m));
 	out->type = ntohl(m.type);
 	if (ntohl(m.magic) != CHAN_MAGIC ||
-	    (out->type != CHAN_CLOSE && out->type != CHAN_PATH && out->type != CHAN_SILENT)) {
+	    (out->type != CHAN_CLOSE && out->type != CHAN_PATH && out->type != CHAN_SILENT &&
+	     out->type != CHAN_UNHEARD)) {
 		snprintf(why, whylen, "unknown control message (magic 0x%08x type %u)",
 			 ntohl(m.magic), out->type);
 		return -EPROTO;

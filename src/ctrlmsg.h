@@ -57,7 +57,7 @@ int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *o
  * unsolicited; 5: X25519 keys for HARP_AUTH (96 bytes); 6: path MTU probes, packets sent again
  * in parts (wire version 3); 7: HARP_AUTH's keys bound to the addresses, its nonce to the ports,
  * and a replay window */
-#define HELLO_VERSION 7
+#define HELLO_VERSION 8
 #define HELLO_MIN_MTU 576 /* what every IPv4 host must take */
 
 enum hello_type {
@@ -111,6 +111,8 @@ enum chan_msg_type {
 	CHAN_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
 	CHAN_SILENT = 3, /* value: ms we have heard nothing from the sender's data path while we
 			  * waited on it (its frames do not reach us) */
+	CHAN_UNHEARD = 4, /* value: ms since the sender last had an ack, through retransmission
+			   * timeouts: every pair we send on may be dark; probe fresh ones */
 };
 
 /* Integers in network order. */

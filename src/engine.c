@@ -1165,6 +1165,9 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			conn_on_timer(c, now, peer_timeout);
+			if (c->probe.unheard_ms) {
+				chan_send_unheard(c);
+			}
 			report_silence(c, now, peer_timeout * ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN);
 			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_FAILED &&
 			    atomic_load_explicit(&c->fail_err, memory_order_relaxed) == -ETIMEDOUT) {

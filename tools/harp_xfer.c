@@ -744,6 +744,7 @@ static void report(struct run *r, double secs, int rc)
 			sum.srtt_us = cs.srtt_us;
 			sum.rto_us = cs.rto_us;
 			sum.paths_retired += cs.paths_retired;
+			sum.paths_rescued += cs.paths_rescued;
 			sum.probes_sent += cs.probes_sent;
 			sum.probes_pair_taken += cs.probes_pair_taken;
 			sum.steers_sent += cs.steers_sent;
@@ -846,12 +847,14 @@ static void report(struct run *r, double secs, int rc)
 	       "\nseg_parts=%" PRIu64 "\n",
 	       pmtu_min == UINT32_MAX ? 0 : pmtu_min, pmtu_max, sum.pmtu_probes, sum.pmtu_drops,
 	       sum.seg_parts);
-	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\nprobes_sent=%" PRIu64
+	printf("paths_min=%u\npaths_max=%u\npaths_retired=%" PRIu64 "\npaths_rescued=%" PRIu64
+	       "\nprobes_sent=%" PRIu64
 	       "\nrx_probes=%" PRIu64 "\nxdp_probes=%" PRIu64 "\nxdp_probe_no_socket=%" PRIu64
 	       "\nrandom_losses=%" PRIu64 "\npings=%" PRIu64 "\nprobes_pair_taken=%" PRIu64
 	       "\nrx_probes_pair_taken=%" PRIu64 "\nsteers_sent=%" PRIu64 "\nrx_steer=%" PRIu64
 	       "\n",
 	       paths_min == UINT32_MAX ? 0 : paths_min, paths_max, (uint64_t)sum.paths_retired,
+	       (uint64_t)sum.paths_rescued,
 	       sum.probes_sent, qsum.rx_probes, qsum.xdp_probes, qsum.xdp_probe_no_socket,
 	       sum.random_losses, sum.pings, sum.probes_pair_taken, qsum.rx_probes_pair_taken,
 	       sum.steers_sent, qsum.rx_steer);

@@ -263,6 +263,8 @@ struct harp_conn_stats {
 	uint64_t pmtu_probes;  /* PMTU probes sent */
 	uint64_t pmtu_drops;   /* times the path was found to carry less than the size in use */
 	uint64_t seg_parts;    /* parts sent of packets cut again after the path MTU fell */
+	uint32_t paths_rescued; /* of paths_retired, those replaced after retransmission
+				 * timeouts found every path silent (none left to compare) */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

@@ -79,7 +79,8 @@ static void fuzz_chan(const uint8_t *msg, size_t len)
 		return;
 	}
 	CHECK(len == sizeof(m));
-	CHECK(out.type == CHAN_CLOSE || out.type == CHAN_PATH || out.type == CHAN_SILENT);
+	CHECK(out.type == CHAN_CLOSE || out.type == CHAN_PATH || out.type == CHAN_SILENT ||
+	      out.type == CHAN_UNHEARD);
 	/* what chan.c acts on is all the message says: sent again, it reads the same */
 	m = (struct chan_msg){
 		.magic = htonl(CHAN_MAGIC),

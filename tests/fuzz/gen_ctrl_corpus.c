@@ -202,6 +202,7 @@ int main(int argc, char **argv)
 	err |= seed_chan(argv[2], "chan-close", CHAN_CLOSE, 123456, 0);
 	err |= seed_chan(argv[2], "chan-path", CHAN_PATH, 3, 2);
 	err |= seed_chan(argv[2], "chan-silent", CHAN_SILENT, 2250, 0);
+	err |= seed_chan(argv[2], "chan-unheard", CHAN_UNHEARD, 140, 0);
 	err |= seed_agents(argv[2]);
 	return err ? 1 : 0;
 }

@@ -1911,6 +1911,152 @@ static void test_probe_after_gap(void **state)
 	assert_false(conn_paths_hopeless(c, p->now, limit));
 }
 
+/* The pairs that went dark in test_rescue: every path either side had (47000..47003 -> 47000). */
+static bool dark_pair(const struct pkt *k)
+{
+	return ntohs(k->src_port) >= 47000 && ntohs(k->src_port) < 47004 &&
+	       ntohs(k->dst_port) == 47000;
+}
+
+/* Delivers w's packets that are not on a dark pair, drops the rest, and empties w. */
+static void deliver_lit(struct harp_conn *to, struct wire *w, uint64_t now)
+{
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		if (!dark_pair(&w->p[i])) {
+			deliver_one(to, &w->p[i], now);
+		}
+	}
+	w->n = 0;
+}
+
+/*
+ * Sends c's probes of now and answers each that is not on a dark pair at once, as the peer's
+ * engine would over the control channel. Returns how many probes went out.
+ */
+static uint32_t answer_probes(struct harp_conn *c, uint64_t now)
+{
+	struct conn_tx tx;
+	struct pkt k;
+	uint32_t n = 0;
+
+	while (conn_next_probe(c, &tx, now)) {
+		if (tx.h.type != HARP_PKT_PROBE) {
+			continue;
+		}
+		n++;
+		k.src_port = tx.src_port;
+		k.dst_port = tx.dst_port;
+		if (!dark_pair(&k)) {
+			conn_on_probe_result(c, tx.h.rsn, tx.h.tag, now);
+		}
+	}
+	return n;
+}
+
+/* How many of c's live paths are on a dark pair. */
+static uint32_t live_dark(const struct harp_conn *c)
+{
+	struct pkt k;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < c->npaths; i++) {
+		k.src_port = c->paths[i].src_port;
+		k.dst_port = c->paths[i].dst_port;
+		n += c->paths[i].live && dark_pair(&k);
+	}
+	return n;
+}
+
+/*
+ * Every path goes dark at once, both ways, in the middle of a transfer (a flow hash moved every
+ * pair; a stalled tap queue held them): no path delivers, so none can be judged against another,
+ * and every wanted path is live, so nothing probed; the connection used to starve until the peer
+ * timeout. Now one timeout does nothing, but a second in a row with no ack between starts a
+ * rescue: a probe round though every path is live, each answered candidate replacing a silent
+ * path. The peer is told how long nothing of it was heard (unheard_ms, CHAN_UNHEARD); it replaces
+ * the pairs it sent on in that time, which carry its acks, and none when it sent nothing. The
+ * transfer then completes, every byte, with no dark pair left.
+ */
+static void test_rescue(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a, *b = &p->b;
+	size_t len = 64 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	int rounds;
+
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	fill_pattern(src, len, 9);
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(a, src, len, 1);
+	emit(a, &p->ab, p->now, false);
+	assert_true(p->ab.n > 4);
+	deliver_lit(b, &p->ab, p->now); /* dark: every packet was on a path */
+	assert_int_equal(b->rcv_nxt, 0);
+
+	p->now += (uint64_t)a->rtt.rto_us * 1000 + 1;
+	conn_on_timer(a, p->now, UINT64_MAX / 2);
+	assert_int_equal(a->stats.timeouts, 1);
+	assert_int_equal(answer_probes(a, p->now), 0); /* one timeout: a tail loss, maybe */
+	assert_int_equal(a->probe.unheard_ms, 0);
+	emit(a, &p->ab, p->now, false);
+	deliver_lit(b, &p->ab, p->now);
+
+	p->now += (uint64_t)a->rtt.rto_us * 1000 + 1;
+	conn_on_timer(a, p->now, UINT64_MAX / 2);
+	assert_int_equal(a->stats.timeouts, 2);
+	assert_true(a->probe.unheard_ms > 0); /* for the engine to tell the peer */
+	/* a round for every silent path, though all 4 are live; the answers replace all 4, and
+	 * the next answer finds none silent and ends the rescue */
+	assert_int_equal(answer_probes(a, p->now), 4 * 16);
+	assert_int_equal(a->stats.paths_rescued, 4);
+	assert_int_equal(a->paths_live, 4);
+	assert_int_equal(a->probe.rescue_ns, 0);
+	assert_int_equal(live_dark(a), 0);
+	/* b sent nothing while a heard nothing: its pairs are not known dark, it keeps them */
+	conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+	a->probe.unheard_ms = 0;
+	assert_int_equal(answer_probes(b, p->now), 0);
+	assert_int_equal(b->probe.rescue_ns, 0);
+
+	/* a's data now reaches b, whose acks take its dark pairs: a's timeouts go on, and b,
+	 * told, replaces the pairs it acked on */
+	for (rounds = 0; rounds < 100000 && req_state(r) != REQ_DONE; rounds++) {
+		emit(a, &p->ab, p->now, false);
+		emit(b, &p->ba, p->now, false);
+		deliver_lit(b, &p->ab, p->now);
+		deliver_lit(a, &p->ba, p->now);
+		p->now += 100000;
+		conn_on_timer(a, p->now, UINT64_MAX / 2);
+		conn_on_timer(b, p->now, UINT64_MAX / 2);
+		if (a->probe.unheard_ms) {
+			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+			a->probe.unheard_ms = 0;
+		}
+		answer_probes(a, p->now);
+		answer_probes(b, p->now);
+	}
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	print_message("# rescue: a %u paths replaced, %llu timeouts; b %u replaced, %u dark left\n",
+		      a->stats.paths_rescued, (unsigned long long)a->stats.timeouts,
+		      b->stats.paths_rescued, live_dark(b));
+	assert_true(b->stats.paths_rescued > 0);
+	assert_int_equal(live_dark(a), 0);
+	assert_int_equal(live_dark(b), 0); /* those it did not ack on too: no better known */
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1943,6 +2089,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reorder_window_widens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rack_fast_retransmit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_and_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_peer_ping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grouped_tags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_msgsize, setup, teardown),

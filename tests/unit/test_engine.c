@@ -60,6 +60,11 @@ void chan_send_paths(struct harp_conn *c)
 	c->nreports = 0;
 }
 
+void chan_send_unheard(struct harp_conn *c)
+{
+	c->probe.unheard_ms = 0;
+}
+
 uint64_t chan_rtt_ns(const struct harp_conn *c)
 {
 	(void)c;
