@@ -42,7 +42,8 @@ trap 'rm -f "$log"' EXIT
 
 # sum NAME: NAME= summed over both guests' harp-xfer reports in the run's console
 sum() {
-	sed -n "s/^\\[x[0-9]* [a-z]*\\] $1=\\([0-9]*\\)$/\\1/p" "$log" | awk '{ s += $1 } END { print s + 0 }'
+	tr -d '\r' <"$log" | sed -n "s/^\\[x[0-9]* [a-z]*\\] $1=\\([0-9]*\\)$/\\1/p" |
+		awk '{ s += $1 } END { print s + 0 }'
 }
 
 passed=0 failed=0 rescued_runs=0
