@@ -13,10 +13,16 @@
 # Each result is checked; NCCL_DEBUG=INFO lines prove which transport ran (and, for harp-cuda,
 # that NCCL used the plugin's GPU-memory path: GDRDMA); bus bandwidths print side by side.
 #
-#   tests/gpu/nccl_allreduce.sh [--sizes LIST] [--mtu N] [--cases LIST] [--ops LIST] [--out F]
+#   tests/gpu/nccl_allreduce.sh [--sizes LIST] [--mtu N] [--queues N] [--cases LIST] [--ops LIST]
+#                               [--iters N] [--out F] [--logs DIR]
 #     --sizes  default 1K,4K,16K,64K,256K,1M,4M,16M,64M,256M
+#     --queues queue pairs of the veth pair (default 1; harp uses them all)
 #     --cases  default harp,harp-cuda,socket,socket16   --ops  default allreduce,allgather
+#     --iters  timed iterations a size (default 10; 3 warm-up ones before them)
 #     --out    every rank's JSON lines (harp-perf/1 records), appended
+#     --logs   keep every rank's logs there: NAME.rankR.out (its JSON lines), .err (its stderr:
+#              harp's lines, Python's), .nccl (NCCL_DEBUG's lines, which NCCL writes to
+#              NCCL_DEBUG_FILE, else to stdout, where an aborting rank loses them)
 #
 # Needs root, a GPU, python3 with torch (CUDA), and a build with the plugin (BUILD_DIR, default
 # build). Exits 0 when every run was right and used the transport it names, 1 otherwise, 77 when
@@ -29,11 +35,14 @@ root=$(cd "$here/../.." && pwd)
 source "$root/tests/netns/lib.sh"
 
 sizes=1K,4K,16K,64K,256K,1M,4M,16M,64M,256M mtu=1500 cases=harp,harp-cuda,socket,socket16
-ops=allreduce,allgather out=""
+ops=allreduce,allgather out="" queues=1 iters=10 logs=""
 while (($#)); do
 	case $1 in
 	--sizes) sizes=${2:?} && shift ;;
 	--mtu) mtu=${2:?} && shift ;;
+	--queues) queues=${2:?} && shift ;;
+	--iters) iters=${2:?} && shift ;;
+	--logs) logs=${2:?} && shift ;;
 	--cases) cases=${2:?} && shift ;;
 	--ops) ops=${2:?} && shift ;;
 	--out) out=${2:?} && shift ;;
@@ -61,7 +70,15 @@ if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
 fi
 
 harness_init gpu
-topo_pair "$mtu" 1 || exit
+topo_pair "$mtu" "$queues" || exit
+# keep_logs: the ranks' logs to --logs, whatever happened (on every exit)
+# shellcheck disable=SC2317 # called from the EXIT trap
+keep_logs() {
+	[[ -n $logs ]] || return 0
+	mkdir -p "$logs"
+	cp "$tmp"/*.rank* "$logs"/ 2>/dev/null || true
+}
+trap 'keep_logs; harness_cleanup' EXIT
 
 # run_case NAME OP ENV...: both ranks with ENV added; their JSON lines in $tmp/NAME-OP.rank*.out.
 run_case() {
@@ -75,10 +92,11 @@ run_case() {
 		fi
 		spawn_bounded 300 ip netns exec "$ns" env \
 			NCCL_HOSTID="harp-gpu-test-node$r" NCCL_SOCKET_IFNAME="=$ifname" \
-			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET LD_LIBRARY_PATH="$plugin_dir:${LD_LIBRARY_PATH:-}" \
+			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_DEBUG_FILE="$tmp/$name.rank$r.nccl" \
+			PYTHONUNBUFFERED=1 LD_LIBRARY_PATH="$plugin_dir:${LD_LIBRARY_PATH:-}" \
 			"$@" HARP_IFNAME="=$ifname" \
 			python3 "$here/allreduce.py" --rank "$r" --world 2 --master "$ip_a" \
-			--port "$port" --sizes "$sizes" --label "$name" --op "$op" \
+			--port "$port" --sizes "$sizes" --label "$name" --op "$op" --iters "$iters" \
 			>"$tmp/$name.rank$r.out" 2>"$tmp/$name.rank$r.err"
 		rank_pids+=("$spawned_pid")
 		pids+=("$spawned_pid")
@@ -87,8 +105,11 @@ run_case() {
 		wait "$pid" || rc=1
 	done
 	if ((rc)); then
-		echo "nccl_allreduce: $name failed; rank 0's log ends:"
-		tail -n 30 "$tmp/$name.rank0.err" | sed 's/^/    | /'
+		for r in 0 1; do
+			echo "nccl_allreduce: $name failed; rank $r's stderr and NCCL log end:"
+			tail -n 20 "$tmp/$name.rank$r.err" | sed 's/^/    | /'
+			tail -n 10 "$tmp/$name.rank$r.nccl" 2>/dev/null | sed 's/^/    nccl | /'
+		done
 	fi
 	return "$rc"
 }
@@ -109,14 +130,14 @@ case_env() {
 	esac
 }
 
-# proves NAME-OP: rank 0's log shows the transport the case names.
+# proves NAME-OP: rank 0's NCCL log shows the transport the case names.
 proves() {
-	local log=$tmp/$1-$2.rank0.err want
+	local log=$tmp/$1-$2.rank0.nccl want
 	case $1 in
 	harp | harp-cuda) want='Using network HARP' ;;
 	*) want='Using network Socket' ;;
 	esac
-	if ! grep -q "$want" "$log"; then
+	if ! grep -q "$want" "$log" 2>/dev/null; then
 		echo "nccl_allreduce: FAIL: $1 $2: rank 0's log has no '$want':"
 		grep -E 'NET/|Using network' "$log" | head -n 10 | sed 's/^/    | /'
 		return 1
@@ -143,17 +164,33 @@ if [[ -n $out ]]; then
 	cat "$tmp"/*.rank*.out >>"$out"
 fi
 
-python3 - "$tmp" "$cases" "$ops" <<'PY'
+python3 - "$tmp" "$cases" "$ops" "$mtu" "$queues" <<'PY'
 import json, os, sys
 tmp, cases, ops = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+mtu, queues = sys.argv[4], sys.argv[5]
+
+
+def records(path):
+    # the rank's JSON lines; anything else a library printed on its stdout is passed over
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    for line in open(path, errors="replace"):
+        if line.startswith("{"):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            out[r["size"]] = r
+    return out
+
+
 for op in ops:
     runs = {}
     for c in cases:
-        path = os.path.join(tmp, "%s-%s.rank0.out" % (c, op))
-        runs[c] = dict((r["size"], r) for r in map(json.loads, open(path))) if os.path.exists(
-            path) else {}
+        runs[c] = records(os.path.join(tmp, "%s-%s.rank0.out" % (c, op)))
     sizes = sorted(set().union(*runs.values()))
-    print("%s, bus bandwidth GB/s (rank 0)" % op)
+    print("%s, bus bandwidth GB/s (rank 0), MTU %s, %s queue(s)" % (op, mtu, queues))
     print("| bytes | " + " | ".join(cases) + " |")
     print("|---|" + "---|" * len(cases))
     for s in sizes:
