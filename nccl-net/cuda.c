@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harp/harp.h"
 #include "plugin.h"
@@ -69,6 +70,16 @@ struct cudaPointerAttributes {
 #endif
 
 #define HP_CUDA_LANES 64 /* engines per device (HARP_QUEUES takes at most 64) */
+/*
+ * cudaMemcpyBatchAsync: scattered pieces (a receive's frames land anywhere in UMEM) in one call
+ * instead of one each. Taken only with CUDA's own declaration of it, from CUDA 13's headers and
+ * from a runtime of the same major version: CUDA 12.8 declared it with one more argument.
+ */
+#if defined(HARP_CUDA_HEADERS) && CUDART_VERSION >= 13000
+#define HP_CUDA_BATCH	  1
+#define HP_CUDA_BATCH_MAX 128 /* pieces a call */
+#define HP_CUDA_GRID_MIN  8   /* a shorter grid goes in the batch, piece by piece: one call */
+#endif
 
 static struct {
 	pthread_mutex_t lock;
@@ -91,13 +102,25 @@ static struct {
 	CUDA_FN(pointer_attrs, cudaPointerGetAttributes, cuda_err,
 		(struct cudaPointerAttributes *, const void *));
 	CUDA_FN(error_string, cudaGetErrorString, const char *, (cuda_err));
+#ifdef HP_CUDA_BATCH
+	CUDA_FN(memcpy_batch, cudaMemcpyBatchAsync, , ); /* NULL: not in this runtime */
+#endif
 } cu = { .lock = PTHREAD_MUTEX_INITIALIZER, .device = -1 };
 
-/* One harp device's lanes. */
+/* One harp device's lanes, and what each did (written by the lane's one thread at a time). */
 struct hp_cuda_dev {
 	cuda_stream lane[HP_CUDA_LANES];
+	struct hp_cuda_stats stats[HP_CUDA_LANES];
 	bool told_unregistered; /* a frame region CUDA would not register: said once */
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static const char *cuda_str(cuda_err e)
 {
@@ -147,6 +170,11 @@ static bool cuda_load(void)
 			return false;
 		}
 	}
+#ifdef HP_CUDA_BATCH
+	if (atoi(strrchr(cu.name, '.') + 1) == CUDART_VERSION / 1000) {
+		*(void **)&cu.memcpy_batch = dlsym(cu.lib, "cudaMemcpyBatchAsync");
+	}
+#endif
 	e = cu.get_device(&dev);
 	if (e != CUDA_SUCCESS) {
 		snprintf(cu.why, sizeof(cu.why), "%s finds no GPU: cudaGetDevice: %s", cu.name,
@@ -168,8 +196,10 @@ bool hp_cuda_start(void)
 		}
 		if (cu.ok) {
 			HP_INFO("HARP_CUDA=on: GPU buffers (NCCL_PTR_CUDA) move between GPU "
-				"memory and harp's frames through %s, one copy each way",
-				cu.name);
+				"memory and harp's frames through %s, one copy each way (%s)",
+				cu.name,
+				hp_cuda_batching() ? "scattered frames batched: cudaMemcpyBatchAsync"
+						   : "a call per frame, or per grid of frames");
 		} else {
 			HP_INFO("HARP_CUDA=on, but %s: GPU buffers go through host memory (NCCL "
 				"stages them)",
@@ -256,15 +286,104 @@ static int grid_run(const struct harp_copy *v, int n, size_t *dpitch, size_t *sp
 	return k;
 }
 
+bool hp_cuda_batching(void)
+{
+#ifdef HP_CUDA_BATCH
+	return cu.memcpy_batch != NULL;
+#else
+	return false;
+#endif
+}
+
+/* A failed copy call, said with its first piece. */
+static int copy_failed(enum harp_copy_dir dir, const struct harp_copy *c, int pieces, cuda_err e)
+{
+	HP_WARN("copy of %d piece%s %s GPU memory (the first %zu bytes, %p to %p): %s", pieces,
+		pieces == 1 ? "" : "s", dir == HARP_COPY_TO_HOST ? "from" : "into", c->len, c->src,
+		c->dst, cuda_str(e));
+	return -EIO;
+}
+
+/* The single pieces of a copy gathered for one call: cudaMemcpyBatchAsync where the runtime has
+ * it, else one cudaMemcpyAsync each. */
+struct copy_batch {
+	int n;
+#ifdef HP_CUDA_BATCH
+	void *dst[HP_CUDA_BATCH_MAX];
+	const void *src[HP_CUDA_BATCH_MAX];
+	size_t len[HP_CUDA_BATCH_MAX];
+	const struct harp_copy *first;
+#endif
+};
+
+static int batch_flush(struct copy_batch *b, struct hp_cuda_stats *st, cuda_stream s,
+		       enum harp_copy_dir dir)
+{
+#ifdef HP_CUDA_BATCH
+	/* the frames are read in stream order: an earlier copy on the lane may fill them */
+	struct cudaMemcpyAttributes attr = { .srcAccessOrder = cudaMemcpySrcAccessOrderStream };
+	size_t first = 0;
+	cuda_err e;
+
+	if (!b->n) {
+		return 0;
+	}
+	st->calls++;
+	e = b->n == 1 ? cu.memcpy_async(b->dst[0], b->src[0], b->len[0], CUDA_MEMCPY_DEFAULT, s)
+		      : cu.memcpy_batch(b->dst, b->src, b->len, (size_t)b->n, &attr, &first, 1, s);
+	if (e != CUDA_SUCCESS) {
+		return copy_failed(dir, b->first, b->n, e);
+	}
+	b->n = 0;
+#else
+	(void)b;
+	(void)st;
+	(void)s;
+	(void)dir;
+#endif
+	return 0;
+}
+
+/* A single piece: into the batch, or copied at once where there is none. */
+static int batch_add(struct copy_batch *b, const struct harp_copy *c, struct hp_cuda_stats *st,
+		     cuda_stream s, enum harp_copy_dir dir)
+{
+	cuda_err e;
+
+#ifdef HP_CUDA_BATCH
+	if (cu.memcpy_batch) {
+		if (!b->n) {
+			b->first = c;
+		}
+		b->dst[b->n] = c->dst;
+		b->src[b->n] = c->src;
+		b->len[b->n] = c->len;
+		return ++b->n == HP_CUDA_BATCH_MAX ? batch_flush(b, st, s, dir) : 0;
+	}
+#else
+	(void)b;
+#endif
+	st->calls++;
+	e = cu.memcpy_async(c->dst, c->src, c->len, CUDA_MEMCPY_DEFAULT, s);
+	return e == CUDA_SUCCESS ? 0 : copy_failed(dir, c, 1, e);
+}
+
+/*
+ * Queues v's n pieces on the lane's stream: a run of pieces of one length at fixed strides as
+ * one cudaMemcpy2DAsync, the pieces left over in one batch (or one call each). The pieces of one
+ * call never overlap one another, so their order within it is free. The direction is for the
+ * log: cudaMemcpyDefault reads it from the pointers.
+ */
 static int cuda_copy(void *arg, int lane, enum harp_copy_dir dir, const struct harp_copy *v,
 		     int n)
 {
+	struct copy_batch b = { .n = 0 };
+	struct hp_cuda_stats *st;
 	size_t dpitch, spitch;
 	cuda_stream s;
 	cuda_err e;
 	int i, k;
 
-	/* the direction is for the log: cudaMemcpyDefault reads it from the pointers */
 	if (cuda_on_device()) {
 		return -EIO;
 	}
@@ -272,26 +391,36 @@ static int cuda_copy(void *arg, int lane, enum harp_copy_dir dir, const struct h
 	if (!s) {
 		return -EIO;
 	}
+	st = &((struct hp_cuda_dev *)arg)->stats[lane];
 	for (i = 0; i < n; i += k) {
 		k = grid_run(v + i, n - i, &dpitch, &spitch);
-		if (k > 1) {
-			e = cu.memcpy_2d_async(v[i].dst, dpitch, v[i].src, spitch, v[i].len,
-					       (size_t)k, CUDA_MEMCPY_DEFAULT, s);
-		} else {
-			e = cu.memcpy_async(v[i].dst, v[i].src, v[i].len, CUDA_MEMCPY_DEFAULT, s);
+#ifdef HP_CUDA_BATCH
+		if (k < HP_CUDA_GRID_MIN && cu.memcpy_batch) {
+			k = 1;
 		}
+#endif
+		st->pieces += (uint64_t)k;
+		st->bytes += (uint64_t)k * v[i].len;
+		if (k == 1) {
+			if (batch_add(&b, &v[i], st, s, dir)) {
+				return -EIO;
+			}
+			continue;
+		}
+		st->calls++;
+		e = cu.memcpy_2d_async(v[i].dst, dpitch, v[i].src, spitch, v[i].len, (size_t)k,
+				       CUDA_MEMCPY_DEFAULT, s);
 		if (e != CUDA_SUCCESS) {
-			HP_WARN("copy of %zu bytes %s GPU memory (%p to %p): %s", v[i].len,
-				dir == HARP_COPY_TO_HOST ? "from" : "into", v[i].src, v[i].dst,
-				cuda_str(e));
-			return -EIO;
+			return copy_failed(dir, &v[i], k, e);
 		}
 	}
-	return 0;
+	return batch_flush(&b, st, s, dir);
 }
 
 static int cuda_wait(void *arg, int lane)
 {
+	struct hp_cuda_stats *st;
+	uint64_t t0, took;
 	cuda_stream s;
 	cuda_err e;
 
@@ -302,7 +431,13 @@ static int cuda_wait(void *arg, int lane)
 	if (!s) {
 		return -EIO;
 	}
+	st = &((struct hp_cuda_dev *)arg)->stats[lane];
+	t0 = mono_ns();
 	e = cu.stream_sync(s);
+	took = mono_ns() - t0;
+	st->waits++;
+	st->wait_ns += took;
+	st->wait_max_ns = took > st->wait_max_ns ? took : st->wait_max_ns;
 	if (e != CUDA_SUCCESS) {
 		HP_WARN("waiting for the copies of lane %d: %s", lane, cuda_str(e));
 		return -EIO;
@@ -361,13 +496,43 @@ int hp_cuda_attach(struct harp_ctx *ctx, struct hp_cuda_dev **out)
 	return 0;
 }
 
-/* After the harp context that used d is destroyed. */
+void hp_cuda_stats(const struct hp_cuda_dev *d, struct hp_cuda_stats *out)
+{
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; d && i < HP_CUDA_LANES; i++) {
+		const struct hp_cuda_stats *s = &d->stats[i];
+
+		out->calls += s->calls;
+		out->pieces += s->pieces;
+		out->bytes += s->bytes;
+		out->waits += s->waits;
+		out->wait_ns += s->wait_ns;
+		out->wait_max_ns = s->wait_max_ns > out->wait_max_ns ? s->wait_max_ns
+								      : out->wait_max_ns;
+	}
+}
+
+/* After the harp context that used d is destroyed: what its copies cost, then its streams go. */
 void hp_cuda_detach(struct hp_cuda_dev *d)
 {
+	struct hp_cuda_stats st;
+	double mib;
 	int i;
 
 	if (!d) {
 		return;
+	}
+	hp_cuda_stats(d, &st);
+	if (st.calls) {
+		mib = (double)st.bytes / (1 << 20);
+		HP_INFO("GPU copies: %llu calls for %llu pieces, %.1f MiB (%.1f calls per MiB); "
+			"%llu waits, %.1f us each on average, %.1f ms the longest, %.1f ms in all",
+			(unsigned long long)st.calls, (unsigned long long)st.pieces, mib,
+			mib > 0 ? (double)st.calls / mib : 0.0, (unsigned long long)st.waits,
+			st.waits ? (double)st.wait_ns / (double)st.waits / 1e3 : 0.0,
+			(double)st.wait_max_ns / 1e6, (double)st.wait_ns / 1e6);
 	}
 	for (i = 0; i < HP_CUDA_LANES; i++) {
 		if (d->lane[i]) {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct harp_ctx;
 struct hp_cuda_dev;
@@ -16,8 +17,21 @@ struct hp_cuda_dev;
 bool hp_cuda_start(void);
 /* ctx's copies on streams of their own (*out, for hp_cuda_detach); 0 or a negative errno. */
 int hp_cuda_attach(struct harp_ctx *ctx, struct hp_cuda_dev **out);
-/* After ctx is destroyed: its streams go. Accepts NULL. */
+/* Whether copies of scattered pieces go in one cudaMemcpyBatchAsync call (CUDA 13). */
+bool hp_cuda_batching(void);
+/* What a device's copies did, over all its lanes. */
+struct hp_cuda_stats {
+	uint64_t calls;	      /* cudaMemcpyAsync and cudaMemcpy2DAsync calls */
+	uint64_t pieces;      /* the harp_copy pieces they moved (a 2D call takes several) */
+	uint64_t bytes;	      /* and their bytes */
+	uint64_t waits;	      /* cudaStreamSynchronize calls, each an engine pass waiting */
+	uint64_t wait_ns;     /* time in them */
+	uint64_t wait_max_ns; /* the longest */
+};
+/* After ctx is destroyed: says what its copies cost (INFO), and its streams go. Accepts NULL. */
 void hp_cuda_detach(struct hp_cuda_dev *d);
+/* d's figures so far (zeros for NULL). */
+void hp_cuda_stats(const struct hp_cuda_dev *d, struct hp_cuda_stats *out);
 /*
  * After hp_cuda_start() found CUDA. 0 when addr+len is memory of this process's GPU, its first
  * and its last byte; else -EINVAL and why (a range that runs past its allocation's end, too).

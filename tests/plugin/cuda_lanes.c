@@ -12,6 +12,12 @@
  * stand-in records both). A stream made before the device was set would be GPU 0's: on a node
  * of 8 GPUs, every rank would open a context on GPU 0 and copy through it.
  *
+ * A third lane copies four pieces at one stride: one call (a cudaMemcpy2DAsync, or the batch a
+ * grid that short joins). A fourth copies four pieces in reverse order, as a receive's frames
+ * land scattered in UMEM: one cudaMemcpyBatchAsync where the plugin batches (CUDA 13's headers,
+ * and the stand-in built from them), else one call each. The device's counters (hp_cuda_stats, which the plugin logs as it closes) must count each
+ * call, piece, byte and wait, and the stand-in must have moved every byte to its place.
+ *
  * Prints key=value lines, result=ok or result=FAIL last; exits 0, 1 on a failed check, 77 when
  * the stand-in cannot be loaded.
  */
@@ -35,7 +41,7 @@
 
 /* What cuda.c hands to harp_ctx__set_device, kept here in harp's place. */
 static struct harp_device_ops ops;
-static unsigned char frames[2][BUF_BYTES];
+static unsigned char frames[4][BUF_BYTES];
 static int failed;
 
 static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -79,6 +85,8 @@ int harp_ctx__set_device(struct harp_ctx *ctx, const struct harp_device_ops *o)
 
 struct lane_run {
 	int lane;
+	int pieces;   /* the frame cut in this many pieces, each to its place: a grid */
+	bool reverse; /* the pieces listed last first: no grid */
 	void *gpu_buf;
 	int copy_rc, wait_rc;
 };
@@ -87,16 +95,25 @@ struct lane_run {
 static void *lane_main(void *arg)
 {
 	struct lane_run *l = arg;
-	struct harp_copy c = { .dst = l->gpu_buf, .src = frames[l->lane], .len = BUF_BYTES };
+	struct harp_copy c[4];
+	size_t part = BUF_BYTES / (size_t)l->pieces;
+	int i;
 
-	l->copy_rc = ops.copy(ops.arg, l->lane, HARP_COPY_TO_DEVICE, &c, 1);
+	for (i = 0; i < l->pieces; i++) {
+		int at = l->reverse ? l->pieces - 1 - i : i;
+
+		c[i] = (struct harp_copy){ .dst = (char *)l->gpu_buf + (size_t)at * part,
+					   .src = frames[l->lane] + (size_t)at * part,
+					   .len = part };
+	}
+	l->copy_rc = ops.copy(ops.arg, l->lane, HARP_COPY_TO_DEVICE, c, l->pieces);
 	l->wait_rc = ops.wait(ops.arg, l->lane);
 	return NULL;
 }
 
-static void run_lane(int lane, void *gpu_buf)
+static void run_lane(int lane, int pieces, bool reverse, void *gpu_buf)
 {
-	struct lane_run l = { .lane = lane, .gpu_buf = gpu_buf };
+	struct lane_run l = { .lane = lane, .pieces = pieces, .reverse = reverse, .gpu_buf = gpu_buf };
 	pthread_t th;
 	int err = pthread_create(&th, NULL, lane_main, &l);
 
@@ -113,7 +130,12 @@ int main(void)
 	__typeof__(fake_cudart_report) *report;
 	int (*set_device)(int);
 	int (*gpu_malloc)(void **, size_t);
+	int (*gpu_memcpy)(void *, const void *, size_t, int);
 	struct fake_cudart_report r;
+	struct hp_cuda_stats st;
+	static unsigned char back[BUF_BYTES];
+	bool batch;
+	int i;
 	struct hp_cuda_dev *dev = NULL;
 	void *lib, *gpu_buf = NULL;
 	char why[256];
@@ -123,7 +145,8 @@ int main(void)
 	*(void **)&report = lib ? dlsym(lib, "fake_cudart_report") : NULL;
 	*(void **)&set_device = lib ? dlsym(lib, "cudaSetDevice") : NULL;
 	*(void **)&gpu_malloc = lib ? dlsym(lib, "cudaMalloc") : NULL;
-	if (!report || !set_device || !gpu_malloc) {
+	*(void **)&gpu_memcpy = lib ? dlsym(lib, "cudaMemcpy") : NULL;
+	if (!report || !set_device || !gpu_malloc || !gpu_memcpy) {
 		printf("harp-cuda-lanes: the stand-in libcudart.so.13 is not on LD_LIBRARY_PATH "
 		       "(%s)\n",
 		       lib ? "no fake_cudart_report" : dlerror());
@@ -143,10 +166,38 @@ int main(void)
 	/* lane 0's frames registered here first (harp's order), its first copy on a new thread */
 	check(ops.host_register(ops.arg, frames[0], BUF_BYTES) == 0, "host_register failed");
 	check(set_device(0) == 0, "cudaSetDevice(0) failed");
-	run_lane(0, gpu_buf);
+	run_lane(0, 1, false, gpu_buf);
 	/* lane 1: no registration at all (host_register is optional), a new thread again */
-	run_lane(1, gpu_buf);
+	run_lane(1, 1, false, gpu_buf);
+	/* lane 2: four pieces at one stride, one call (a 2D copy, or the batch) */
+	run_lane(2, 4, false, gpu_buf);
+	/* lane 3: four pieces out of order, one batch where the plugin batches */
+	memset(frames[3], 0xa5, BUF_BYTES);
+	for (i = 0; i < BUF_BYTES; i += 512) {
+		frames[3][i] = (unsigned char)(i / 512);
+	}
+	run_lane(3, 4, true, gpu_buf);
+	memset(back, 0, sizeof(back));
+	check(gpu_memcpy(back, gpu_buf, BUF_BYTES, 4 /* cudaMemcpyDefault */) == 0 &&
+		      !memcmp(back, frames[3], BUF_BYTES),
+	      "lane 3's four pieces did not all land in their places");
 	ops.host_unregister(ops.arg, frames[0]);
+	hp_cuda_stats(dev, &st);
+	batch = hp_cuda_batching();
+	printf("batching=%d\ncopy_calls=%" PRIu64 "\ncopy_pieces=%" PRIu64 "\ncopy_bytes=%" PRIu64
+	       "\ncopy_waits=%" PRIu64 "\ncopy_wait_ns=%" PRIu64 "\n",
+	       batch, st.calls, st.pieces, st.bytes, st.waits, st.wait_ns);
+	check(st.calls == (batch ? 4u : 7u) && st.pieces == 10 && st.bytes == 4 * BUF_BYTES &&
+		      st.waits == 4 && st.wait_max_ns <= st.wait_ns,
+	      "the device counted %" PRIu64 " calls, %" PRIu64 " pieces, %" PRIu64 " bytes, %" PRIu64
+	      " waits; expected %d (a grid of 4 in one call, 4 scattered in %s), 10, %d, 4",
+	      st.calls, st.pieces, st.bytes, st.waits, batch ? 4 : 7,
+	      batch ? "one batch" : "one call each", 4 * BUF_BYTES);
+#if defined(HARP_CUDA_HEADERS) && CUDART_VERSION >= 13000
+	check(batch, "built with CUDA %d's headers and the stand-in's cudaMemcpyBatchAsync, the "
+		     "plugin does not batch",
+	      CUDART_VERSION / 1000);
+#endif
 	hp_cuda_detach(dev);
 
 	report(&r);
@@ -155,12 +206,12 @@ int main(void)
 	printf("copies_off_device=%" PRIu64 "\ncopies_off_stream=%" PRIu64
 	       "\nwaits_off_device=%" PRIu64 "\nsyncs=%" PRIu64 "\n",
 	       r.copies_off_device, r.copies_off_stream, r.waits_off_device, r.syncs);
-	check(r.streams == 2 && r.stream_devices == 1u << GPU,
-	      "%" PRIu64 " streams made on devices 0x%" PRIx64 " (bit mask), expected 2 on device "
+	check(r.streams == 4 && r.stream_devices == 1u << GPU,
+	      "%" PRIu64 " streams made on devices 0x%" PRIx64 " (bit mask), expected 4 on device "
 	      "%d alone: a lane's stream was made before the buffer's device was current",
 	      r.streams, r.stream_devices, GPU);
 	check(r.copy_devices == 1u << GPU && !r.copies_off_device && !r.copies_off_stream &&
-		      !r.waits_off_device && r.syncs == 2,
+		      !r.waits_off_device && r.syncs == 4 && !r.batch_refused,
 	      "copies queued with devices 0x%" PRIx64 " current (bit mask); %" PRIu64 " with "
 	      "another device than the buffer's current, %" PRIu64 " on another device's stream, "
 	      "%" PRIu64 " waits with another device current (of %" PRIu64 ")",

@@ -9,8 +9,10 @@
  *   allocation is recorded with its device and has unallocated bytes before it, so a range that
  *   runs past an allocation's end reaches memory that cudaPointerGetAttributes calls no device's,
  *   and a copy into or out of it fails (counted).
- * - cudaMemcpyAsync and cudaMemcpy2DAsync only queue on their stream; the bytes move when the
- *   stream is synchronized. A receive the plugin completed before waiting would hold stale bytes,
+ * - cudaMemcpyAsync, cudaMemcpy2DAsync and (built with CUDA 13's headers) cudaMemcpyBatchAsync
+ *   only queue on their stream; the bytes move when the stream is synchronized. A batch is
+ *   refused, as the runtime refuses it, without attributes whose first index is 0, with indexes
+ *   out of order or past its count, or with an attribute's source access order invalid. A receive the plugin completed before waiting would hold stale bytes,
  *   and the driver, which reads every byte back with cudaMemcpy, would see it.
  * - The host side of every asynchronous copy must lie in memory given to cudaHostRegister (the
  *   frames): a copy from or to anywhere else is counted, as a second, staged copy would be.
@@ -494,6 +496,48 @@ EXPORT fake_err cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, siz
 	}
 	return rc;
 }
+
+#if defined(HARP_CUDA_HEADERS) && CUDART_VERSION >= 13000
+/* The batch's attributes as the runtime checks them (its header's rules). */
+static bool batch_attrs_ok(size_t count, const struct cudaMemcpyAttributes *attrs,
+			   const size_t *idxs, size_t nattrs)
+{
+	size_t i;
+
+	if (!count || !attrs || !idxs || !nattrs || nattrs > count || idxs[0] != 0) {
+		return false;
+	}
+	for (i = 0; i < nattrs; i++) {
+		if ((i && idxs[i] <= idxs[i - 1]) || idxs[i] >= count ||
+		    attrs[i].srcAccessOrder == cudaMemcpySrcAccessOrderInvalid ||
+		    attrs[i].srcAccessOrder > cudaMemcpySrcAccessOrderAny) {
+			return false;
+		}
+	}
+	return true;
+}
+
+EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs,
+					const size_t *sizes, size_t count,
+					struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+					size_t numAttrs, cudaStream_t stream)
+{
+	fake_err rc = 0;
+	size_t i;
+
+	__atomic_add_fetch(&F.r.async_calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&F.r.batch_calls, 1, __ATOMIC_RELAXED);
+	if (!stream || !dsts || !srcs || !sizes ||
+	    !batch_attrs_ok(count, attrs, attrsIdxs, numAttrs)) {
+		__atomic_add_fetch(&F.r.batch_refused, 1, __ATOMIC_RELAXED);
+		return ERR_INVALID_VALUE;
+	}
+	for (i = 0; i < count && !rc; i++) {
+		rc = queue((struct stream *)stream, dsts[i], srcs[i], sizes[i]);
+	}
+	return rc;
+}
+#endif
 
 EXPORT fake_err cudaStreamSynchronize(fake_stream_t stream)
 {

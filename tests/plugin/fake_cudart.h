@@ -32,6 +32,8 @@ struct fake_cudart_report {
 				      * device memory's */
 	uint64_t waits_off_device;   /* waits while another device than the stream's was current */
 	uint64_t outside_allocation; /* copies whose device side is not inside one allocation */
+	uint64_t batch_calls;	     /* cudaMemcpyBatchAsync calls (counted in async_calls too) */
+	uint64_t batch_refused;	     /* of those, refused for arguments the runtime refuses */
 };
 
 void fake_cudart_report(struct fake_cudart_report *out);

@@ -464,9 +464,15 @@ static int gpu_check(uint64_t sent, uint64_t verified)
 	       r.copies_to_host, r.copies_to_device);
 	printf("cuda_bytes_to_host=%" PRIu64 "\ncuda_bytes_to_device=%" PRIu64 "\n",
 	       r.bytes_to_host, r.bytes_to_device);
-	printf("cuda_async_calls=%" PRIu64 "\ncuda_grid_calls=%" PRIu64 "\ncuda_syncs=%" PRIu64
-	       "\ncuda_streams=%" PRIu64 "\n",
-	       r.async_calls, r.grid_calls, r.syncs, r.streams);
+	printf("cuda_async_calls=%" PRIu64 "\ncuda_grid_calls=%" PRIu64 "\ncuda_batch_calls=%" PRIu64
+	       "\ncuda_syncs=%" PRIu64 "\ncuda_streams=%" PRIu64 "\n",
+	       r.async_calls, r.grid_calls, r.batch_calls, r.syncs, r.streams);
+	if (r.batch_refused) {
+		fail("GPU copies: %" PRIu64 " of %" PRIu64 " cudaMemcpyBatchAsync calls had "
+		     "arguments the runtime refuses",
+		     r.batch_refused, r.batch_calls);
+		rc = -1;
+	}
 	printf("cuda_host_registered=%" PRIu64 "\ncuda_host_unregistered=%" PRIu64
 	       "\ncuda_regions_left=%" PRIu64 "\n",
 	       r.host_registered, r.host_unregistered, r.regions_now);
