@@ -39,6 +39,7 @@
 
 typedef cudaError_t cuda_err;
 typedef cudaStream_t cuda_stream;
+typedef struct cudaPointerAttributes cuda_ptr_attrs;
 #define CUDA_SUCCESS		 cudaSuccess
 #define CUDA_ERR_HOST_REGISTERED cudaErrorHostMemoryAlreadyRegistered
 #define CUDA_MEMCPY_DEFAULT	 cudaMemcpyDefault
@@ -47,25 +48,16 @@ typedef cudaStream_t cuda_stream;
 /* a pointer to runtime function sym, of the type CUDA declares for it */
 #define CUDA_FN(field, sym, ret, params) __typeof__(sym) *field
 #else
-typedef int cuda_err;
-typedef void *cuda_stream;
-/*
- * The runtime's pointer attributes (CUDA 11 and later): memory type, device, two pointers, and
- * then reserved words the runtime writes too (64 bytes of them in CUDA 13: a struct of only the
- * four had it write past its end). Room for more than that.
- */
-struct cudaPointerAttributes {
-	int type;
-	int device;
-	void *devicePointer;
-	void *hostPointer;
-	long reserved[32];
-};
-#define CUDA_SUCCESS		 0
-#define CUDA_ERR_HOST_REGISTERED 712 /* part or all of the range is registered already */
-#define CUDA_MEMCPY_DEFAULT	 4   /* the copy's direction read from the pointers */
-#define CUDA_STREAM_NON_BLOCKING 1   /* does not wait for the legacy default stream */
-#define CUDA_MEMORY_TYPE_DEVICE	 2
+#include "cuda_fallback.h"
+
+typedef hp_cuda_err cuda_err;
+typedef hp_cuda_stream cuda_stream;
+typedef struct hp_cuda_ptr_attrs cuda_ptr_attrs;
+#define CUDA_SUCCESS		 HP_CUDA_SUCCESS
+#define CUDA_ERR_HOST_REGISTERED HP_CUDA_ERR_HOST_REGISTERED
+#define CUDA_MEMCPY_DEFAULT	 HP_CUDA_MEMCPY_DEFAULT
+#define CUDA_STREAM_NON_BLOCKING HP_CUDA_STREAM_NON_BLOCKING
+#define CUDA_MEMORY_TYPE_DEVICE	 HP_CUDA_MEMORY_TYPE_DEVICE
 #define CUDA_FN(field, sym, ret, params) ret(*field) params
 #endif
 
@@ -100,7 +92,7 @@ static struct {
 	CUDA_FN(host_register, cudaHostRegister, cuda_err, (void *, size_t, unsigned int));
 	CUDA_FN(host_unregister, cudaHostUnregister, cuda_err, (void *));
 	CUDA_FN(pointer_attrs, cudaPointerGetAttributes, cuda_err,
-		(struct cudaPointerAttributes *, const void *));
+		(cuda_ptr_attrs *, const void *));
 	CUDA_FN(error_string, cudaGetErrorString, const char *, (cuda_err));
 #ifdef HP_CUDA_BATCH
 	CUDA_FN(memcpy_batch, cudaMemcpyBatchAsync, , ); /* NULL: not in this runtime */
@@ -548,7 +540,7 @@ void hp_cuda_detach(struct hp_cuda_dev *d)
  */
 static int cuda_gpu_of(const void *p, cuda_err *e)
 {
-	struct cudaPointerAttributes a;
+	cuda_ptr_attrs a;
 
 	memset(&a, 0, sizeof(a));
 	*e = cu.pointer_attrs(&a, p);

@@ -10,10 +10,11 @@
  *   runs past an allocation's end reaches memory that cudaPointerGetAttributes calls no device's,
  *   and a copy into or out of it fails (counted).
  * - cudaMemcpyAsync, cudaMemcpy2DAsync and (built with CUDA 13's headers) cudaMemcpyBatchAsync
- *   only queue on their stream; the bytes move when the stream is synchronized. A batch is
- *   refused, as the runtime refuses it, without attributes whose first index is 0, with indexes
- *   out of order or past its count, or with an attribute's source access order invalid. A receive the plugin completed before waiting would hold stale bytes,
- *   and the driver, which reads every byte back with cudaMemcpy, would see it.
+ *   only queue on their stream; the bytes move when the stream is synchronized. A receive the
+ *   plugin completed before waiting would hold stale bytes, and the driver, which reads every
+ *   byte back with cudaMemcpy, would see it. A batch is refused, as the runtime refuses it,
+ *   without attributes whose first index is 0, with indexes out of order or past its count, or
+ *   with an attribute's source access order invalid.
  * - The host side of every asynchronous copy must lie in memory given to cudaHostRegister (the
  *   frames): a copy from or to anywhere else is counted, as a second, staged copy would be.
  * - FAKE_CUDART_DEVICES=N (1 to FAKE_CUDART_MAX_DEVICES, default 1) devices. Each thread has a
@@ -316,9 +317,13 @@ EXPORT fake_err cudaFree(void *p)
 /* Device memory (an allocation's), registered host memory, or memory CUDA knows nothing of. */
 EXPORT fake_err cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
 {
+	/* the whole struct written, as the runtime writes it, through a real call to memset: a
+	 * caller built with ASan sees a struct of its own that is too small (inlined stores would
+	 * pass unseen) */
+	void *(*volatile clear)(void *, int, size_t) = memset;
 	int dev, reg;
 
-	memset(a, 0, sizeof(*a));
+	clear(a, 0, sizeof(*a));
 	pthread_mutex_lock(&F.lock);
 	dev = alloc_device(p, 1);
 	reg = dev < 0 ? region_of(p, 1) : -1;
