@@ -87,7 +87,7 @@ darken() {
 # 0.7 s after the handle appears.
 transfer() {
 	local name=$1 from=$2 bidir=$3 handle="$tmp/$1.handle" i server client rc_s=0 rc_c=0
-	local args=(--queues 2 --conns 2 --sizes 16M --count 48 --timeout 90) d r m v side
+	local args=(--queues 2 --conns 2 --sizes 16M --count 32 --timeout 90) d r m v side
 	((bidir)) && args+=(--bidir)
 	dark_table "$from"
 	spawn_bounded 120 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
@@ -123,8 +123,8 @@ transfer() {
 		((${m:-0} == 8)) || report "$name $side: paths_min=${m:-missing}, expected 8"
 		[[ $side == client ]] && ((!bidir)) && continue # it only sent
 		v=$(key "$tmp/$name.$side" verified_bytes)
-		((${v:-0} == 2 * 48 * 16 * 1048576)) ||
-			report "$name $side: verified_bytes=${v:-missing}, expected 2 x 48 x 16 MiB"
+		((${v:-0} == 2 * 32 * 16 * 1048576)) ||
+			report "$name $side: verified_bytes=${v:-missing}, expected 2 x 32 x 16 MiB"
 	done
 	# B is the server: its flows are darkened in both runs, and it must have rescued its own
 	r=$(key "$tmp/$name.server" paths_rescued)
