@@ -304,7 +304,8 @@ static hnccl_result_t devices_create(void)
 					strerror(-rc));
 			}
 		}
-		HP_INFO("device %d: %s %s, %d queue%s, XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
+		HP_INFO("device %d: %s %s, %d queue%s (an engine and a core each: a comm runs on "
+			"one), XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
 			"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
 			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
 			d->info.queues == 1 ? "" : "s", d->info.xdp_native ? "native" : "skb",

@@ -339,6 +339,13 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		ctx->engines[0].port.sg_refused ? "one descriptor each: multi-buffer refused" :
 						  "one descriptor each",
 		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
+	if (ctx->nengines == 1 && ctx->ifi.rx_queues == 1) {
+		/* NCCL gives each peer a connection per channel, and one engine carries them all */
+		pr_info("%s: one queue, so one engine on one core carries every connection: a NIC "
+			"with N queues gives harp up to N engines (ethtool -L %s combined N where the "
+			"driver allows it; a veth pair is made with numtxqueues N numrxqueues N)",
+			ctx->ifi.name, ctx->ifi.name);
+	}
 	if (ctx->ifi.rss_table) {
 		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
 			ctx->ifi.name, ctx->ifi.rss_table);

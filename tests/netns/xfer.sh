@@ -29,6 +29,8 @@
 #                           with a smaller MTU, which drops larger frames without a word
 #     --hop-mtu-at SEC:N    the same, SEC seconds after the client starts (a path that shrinks)
 #     --expect-pmtu N       fail unless both sides ended with every connection at path MTU N
+#     --expect-line TEXT    fail unless both sides' stderr has a line containing TEXT
+#     --expect-no-line TEXT fail if either side's stderr has one
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
@@ -41,14 +43,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,32s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,34s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
 auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu=""
 limit=""
-envs=() expect_keys=() hop_mtu="" hop_mtu_at="" expect_pmtu=""
+envs=() expect_keys=() hop_mtu="" hop_mtu_at="" expect_pmtu="" expect_lines=() expect_no_lines=()
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -68,6 +70,8 @@ while (($#)); do
 	--hop-mtu) hop_mtu=${2:?} && shift ;;
 	--hop-mtu-at) hop_mtu_at=${2:?} && shift ;;
 	--expect-pmtu) expect_pmtu=${2:?} && shift ;;
+	--expect-line) expect_lines+=("${2:?}") && shift ;;
+	--expect-no-line) expect_no_lines+=("${2:?}") && shift ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
 	--)
@@ -296,6 +300,16 @@ for key in "${expect_keys[@]}"; do
 	for side in server client; do
 		n=$(sed -n "s/^$key=\([0-9]*\)$/\1/p" "$tmp/$side.out")
 		((${n:-0} > 0)) || report "$side: $key=${n:-missing}, expected > 0"
+	done
+done
+for line in "${expect_lines[@]}"; do
+	for side in server client; do
+		grep -qF -- "$line" "$tmp/$side.err" || report "$side: no line with '$line' on stderr"
+	done
+done
+for line in "${expect_no_lines[@]}"; do
+	for side in server client; do
+		! grep -qF -- "$line" "$tmp/$side.err" || report "$side: a line with '$line' on stderr"
 	done
 done
 if [[ -n $expect_pmtu ]]; then
