@@ -6,15 +6,19 @@ and machine, and SVG plots drawn by gnuplot (latency, bandwidth and all-reduce b
 against size) in plots/ beside the page.
 
     results_page.py write DIR FILE [--readme README]
+    results_page.py gpu FILE
     results_page.py check README FILE
 
 write: DIR is a perf/run results directory (results.jsonl, config.json). With --readme, the
 page's headline table also replaces what README holds between its two harp-results markers.
-check: exit 1 unless README's headline block is FILE's Headline table and every plot FILE
-shows exists.
+gpu: the page's GPU section (also part of write) renewed in place from perf/gpu/*.jsonl, the
+runs of tests/gpu/check.sh on GPU machines (harp-gpu/1 records), which perf/run cannot make here.
+check: exit 1 unless README's headline block is FILE's Headline table, every plot FILE shows
+exists, and FILE's GPU section is what perf/gpu/ holds.
 Every figure is read from DIR's records; nothing is typed in. Standard library only.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -28,6 +32,9 @@ import collect as C
 README_BEGIN = "<!-- harp-results:begin (perf/run --results perf/RESULTS.md writes this) -->"
 README_END = "<!-- harp-results:end -->"
 HISTORY_COMMIT = "06f5b07"  # the last commit whose RESULTS.md held the step-by-step history
+GPU_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu")
+GPU_BEGIN = "<!-- gpu-runs:begin (perf/results_page.py gpu writes this from perf/gpu/) -->"
+GPU_END = "<!-- gpu-runs:end -->\n"
 PLOTS = ("latency.svg", "bandwidth.svg", "allreduce.svg")
 COLORS = ("#1f5fbf", "#e07000", "#2a9d3a", "#9050c0", "#b03030")  # harp, then each peer
 KERNEL_COLOR, RAW_COLOR = "#707070", "#000000"
@@ -413,6 +420,64 @@ def headline(recs, cfg):
     return table(headline_rows(recs, cfg), cfg, with_kernel=False)
 
 
+def gpu_section(gpu_dir=GPU_DIR):
+    """The GPU section: a table per run, setting and collective, from the harp-gpu/1 records in
+    gpu_dir (rank 0's bus bandwidth a size and case); "" when there are none."""
+    recs = []
+    for path in sorted(glob.glob(os.path.join(gpu_dir, "*.jsonl"))):
+        recs += [r for r in C.load_jsonl(path) if r.get("schema") == "harp-gpu/1"]
+    if not recs:
+        return ""
+    out = [GPU_BEGIN, "## GPU node\n", para(
+        "Real NCCL through PyTorch (`torch.distributed`) on a GPU machine: two ranks on its one "
+        "GPU posing as two nodes (`NCCL_HOSTID`), each in a network namespace, joined by a veth "
+        "pair (`tests/gpu/nccl_allreduce.sh`, `tests/gpu/check.sh`). harp: the plugin with host "
+        "buffers (NCCL stages GPU data); harp-cuda: `HARP_CUDA=on`, GPU buffers copied straight "
+        "into harp's frames; socket: NCCL's socket transport at its defaults (socket16: 16 "
+        "sockets). Rank 0's bus bandwidth, GB/s; WRONG marks a result that did not verify, and a "
+        "case that never finished has no column. Each table is one run on one machine, kept in "
+        "`perf/gpu/` as it was measured.\n")]
+    groups = {}
+    for r in recs:
+        groups.setdefault((r["run"], r["mtu"], r["queues"], r["test"]), []).append(r)
+    for (run, mtu, queues, test), rows in groups.items():
+        first = rows[0]
+        cases = []
+        for r in rows:
+            if r["case"] not in cases:
+                cases.append(r["case"])
+        cells = {(r["case"], r["size"]): r for r in rows}
+        body = []
+        for size in sorted({r["size"] for r in rows}):
+            line = [C.fmt(size)]
+            for c in cases:
+                r = cells.get((c, size))
+                line.append("-" if not r else "%.3f%s" % (
+                    r["busbw_GBps"], "" if r["verified"] else " WRONG"))
+            body.append(line)
+        out.append("**%s, %s, MTU %d, %d queue%s** (harp %s, NCCL %s; %s)%s\n" % (
+            run, test, mtu, queues, "" if queues == 1 else "s", first["commit"], first["nccl"],
+            first["machine"], ": " + first["note"] if first.get("note") else ""))
+        out.append(C.md_table(["bytes"] + cases, body))
+    out.append(GPU_END)
+    return "\n".join(out)
+
+
+def renew_gpu(page):
+    """page's GPU section replaced by what perf/gpu/ holds (put before its plots if absent)."""
+    with open(page) as f:
+        text = f.read()
+    section = gpu_section()
+    if GPU_BEGIN in text:
+        start = text.index(GPU_BEGIN)
+        end = text.index(GPU_END, start) + len(GPU_END)
+        text = text[:start] + section + text[end:].lstrip("\n")
+    elif section:
+        text = text.replace("## Plots\n", section + "\n## Plots\n", 1)
+    with open(page, "w") as f:
+        f.write(text)
+
+
 def write_page(path, run_dir, recs, cfg, notes):
     plot_dir = os.path.join(os.path.dirname(path), "plots")
     plots, plot_err = draw(run_dir, plot_dir, recs, cfg)
@@ -459,6 +524,9 @@ def write_page(path, run_dir, recs, cfg, notes):
     if failures:
         out.append("Processes that failed in this run (their rows are absent):\n\n" +
                    "".join("- %s\n" % f for f in failures))
+    gpu = gpu_section()
+    if gpu:
+        out.append(gpu)
     out.append("## Plots\n")
     rel = os.path.relpath(plot_dir, os.path.dirname(path))
     for p in plots:
@@ -504,7 +572,8 @@ def headline_table(text):
 
 
 def check(readme, page):
-    """README's headline block is the page's, and every plot the page shows is there."""
+    """README's headline block is the page's, every plot the page shows is there, and its GPU
+    section is perf/gpu/'s."""
     with open(readme) as f:
         mine = headline_table(f.read())
     with open(page) as f:
@@ -519,6 +588,10 @@ def check(readme, page):
     for target in re.findall(r"!\[[^]]*\]\(([^)]+)\)", text):
         if not os.path.exists(os.path.join(os.path.dirname(page), target)):
             bad.append("%s shows %s, which is not there" % (page, target))
+    gpu = gpu_section()
+    if gpu and gpu not in text:
+        bad.append("%s's GPU section is not what perf/gpu/ holds (perf/results_page.py gpu "
+                   "%s renews it)" % (page, page))
     for b in bad:
         print("results_page: " + b, file=sys.stderr)
     print("results_page: %s and %s: %s" % (readme, page, "agree" if not bad else
@@ -533,12 +606,17 @@ def main():
     p.add_argument("dir")
     p.add_argument("file")
     p.add_argument("--readme")
+    p = sub.add_parser("gpu", help="renew the page's GPU section from perf/gpu/")
+    p.add_argument("file")
     p = sub.add_parser("check", help="README's headline is the page's; its plots exist")
     p.add_argument("readme")
     p.add_argument("page")
     args = ap.parse_args()
     if args.cmd == "check":
         sys.exit(check(args.readme, args.page))
+    if args.cmd == "gpu":
+        renew_gpu(args.file)
+        return
     recs = C.load_jsonl(os.path.join(args.dir, "results.jsonl"))
     cfg_path = os.path.join(args.dir, "config.json")
     if not recs or not os.path.exists(cfg_path):

@@ -8,8 +8,9 @@
 # size. Every result is verified and every case proved by NCCL's own log (nccl_allreduce.sh).
 #
 #   bash .gpu/env.sh tests/gpu/check.sh [--logs DIR] [--cases LIST] [--iters N]
-#     --logs   every rank's logs and the JSON lines, one folder per setting (default $OUT when the
-#              device tool sets it, else /tmp/harp-gpu-check.PID)
+#     --logs   every rank's logs, one folder per setting, and records.jsonl: the figures as
+#              harp-gpu/1 records, to append to perf/gpu/ (default $OUT when the device tool sets
+#              it, else /tmp/harp-gpu-check.PID)
 #     --cases  default harp,harp-cuda,socket       --iters  default 3
 #
 # Exits 0 when every setting passed, 1 otherwise, 77 when there is no GPU here.
@@ -36,7 +37,7 @@ setting() {
 	local dir=$logs/mtu$1-q$2 rc=0 t=$SECONDS
 	echo "=== MTU $1, $2 queue(s), $3"
 	"$here/nccl_allreduce.sh" --mtu "$1" --queues "$2" --ops "$3" --sizes 16M,64M,256M \
-		--cases "$cases" --iters "$iters" --logs "$dir" --out "$dir/records.jsonl" || rc=$?
+		--cases "$cases" --iters "$iters" --logs "$dir" --out "$logs/records.jsonl" || rc=$?
 	((rc == 77)) && exit 77
 	echo "=== MTU $1, $2 queue(s): $( ((rc)) && echo FAILED || echo passed) in $((SECONDS - t)) s"
 	((rc == 0)) || fail=1
@@ -46,4 +47,6 @@ setting 9000 1 allreduce
 setting 1500 4 allreduce
 setting 1500 1 allreduce
 echo "gpu check: $( ((fail)) && echo FAILED || echo passed) in $((SECONDS - start)) s; logs in $logs"
+echo "gpu check: to record the figures: cat $logs/records.jsonl >>perf/gpu/runs.jsonl &&" \
+	"perf/results_page.py gpu perf/RESULTS.md"
 exit "$fail"

@@ -19,7 +19,8 @@
 #     --queues queue pairs of the veth pair (default 1; harp uses them all)
 #     --cases  default harp,harp-cuda,socket,socket16   --ops  default allreduce,allgather
 #     --iters  timed iterations a size (default 10; 3 warm-up ones before them)
-#     --out    every rank's JSON lines (harp-perf/1 records), appended
+#     --out    rank 0's figures appended as harp-gpu/1 records, the form perf/gpu/ keeps for the
+#              results page (perf/results_page.py gpu perf/RESULTS.md)
 #     --logs   keep every rank's logs there: NAME.rankR.out (its JSON lines), .err (its stderr:
 #              harp's lines, Python's), .nccl (NCCL_DEBUG's lines, which NCCL writes to
 #              NCCL_DEBUG_FILE, else to stdout, where an aborting rank loses them)
@@ -161,7 +162,30 @@ for op in "${op_list[@]}"; do
 	done
 done
 if [[ -n $out ]]; then
-	cat "$tmp"/*.rank*.out >>"$out"
+	# rank 0's records as perf/gpu/ keeps them (harp-gpu/1: perf/results_page.py gpu)
+	machine="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1 |
+		sed 's/, / (driver /; s/$/)/'), $(nproc) cores, $(uname -r)"
+	commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	python3 - "$tmp" "$out" "$mtu" "$queues" "$machine" "$commit" <<'PY'
+import datetime, glob, json, os, sys
+tmp, out, mtu, queues, machine, commit = sys.argv[1:7]
+run = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+with open(out, "a") as f:
+    for path in sorted(glob.glob(os.path.join(tmp, "*.rank0.out"))):
+        for line in open(path, errors="replace"):
+            if not line.startswith("{"):
+                continue
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            f.write(json.dumps({
+                "schema": "harp-gpu/1", "run": run, "date": run[:10], "machine": machine,
+                "commit": commit, "mtu": int(mtu), "queues": int(queues),
+                "case": r["label"][:-len(r["test"]) - 1], "test": r["test"], "size": r["size"],
+                "iters": r["iters"], "busbw_GBps": round(r["busbw_GBps"], 4),
+                "verified": r["verified"], "nccl": r["nccl"], "note": ""}) + "\n")
+PY
 fi
 
 python3 - "$tmp" "$cases" "$ops" "$mtu" "$queues" <<'PY'
