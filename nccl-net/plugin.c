@@ -45,6 +45,23 @@ struct hp_dev {
 	struct hp_cuda_dev *cuda; /* GPU buffers taken (HARP_CUDA=on, libcudart there) */
 };
 
+/*
+ * A device NCCL sees: an interface (dev), or one of several shares of it. NCCL's topology search
+ * gives each net device one ring channel and doubles the count, so one device per interface
+ * meant two channels (and two connections each way a peer) whatever the engines harp runs there:
+ * an interface shown as k devices gets 2k. Each has its own name and guid (NCCL keeps one budget
+ * per guid) and an equal share of the link speed, rounded down to a bandwidth NCCL's search
+ * tries (so that each share holds exactly one channel); all share the interface's engines,
+ * and a comm lands on one of them as any does (HARP_NCCL_DEVICES).
+ */
+struct hp_vdev {
+	int dev;       /* the interface's index in g.dev */
+	int share;     /* 0 .. shares - 1 */
+	char name[24]; /* the interface's, then "#share" */
+	uint64_t guid;
+	int speed; /* Mbit/s */
+};
+
 /* Process-wide: the devices, shared by every communicator's init. */
 static struct {
 	pthread_mutex_t lock;
@@ -53,6 +70,8 @@ static struct {
 	bool destroy_pending;	/* the last finalize came while comms were open */
 	int ndev;
 	struct hp_dev dev[HP_MAX_DEVS];
+	int nvdev; /* what NCCL sees: g.vdev */
+	struct hp_vdev vdev[HP_MAX_DEVS];
 	hnccl_logger_fn logger;
 	struct hp_comm *connecting; /* connects whose set-up is in progress */
 	/* closed comms, oldest first, for comm_new to use again: a comm's memory is never given
@@ -240,8 +259,64 @@ static void devices_destroy(void)
 	}
 	memset(g.dev, 0, sizeof(g.dev));
 	g.ndev = 0;
+	memset(g.vdev, 0, sizeof(g.vdev));
+	g.nvdev = 0;
 	g.destroy_pending = false;
 	harp_set_print(NULL);
+}
+
+/*
+ * A share of speed Mbit/s among shares devices, rounded down to a bandwidth NCCL's topology
+ * search tries (its tables of GB/s for every GPU generation hold these): a share of exactly such a
+ * value holds one ring channel; a share in between can hold two at a lower one, or none.
+ */
+static int share_speed(int speed, int shares)
+{
+	static const int tried[] = { 384000, 240000, 192000, 160000, 120000, 96000, 48000,
+				     24000,  19200,  9600,   1920,   960 }; /* x 8000: GB/s */
+	int each = speed / shares;
+	size_t i;
+
+	for (i = 0; i < sizeof(tried) / sizeof(tried[0]); i++) {
+		if (tried[i] <= each) {
+			return tried[i];
+		}
+	}
+	return tried[sizeof(tried) / sizeof(tried[0]) - 1];
+}
+
+/* NCCL's devices: each interface once, or in shares (struct hp_vdev). */
+static void vdevs_create(void)
+{
+	int i, s, shares;
+
+	g.nvdev = 0;
+	for (i = 0; i < g.ndev; i++) {
+		struct hp_dev *d = &g.dev[i];
+
+		shares = d->info.nccl_devices ? d->info.nccl_devices : d->info.queues / 2;
+		shares = shares < 1 ? 1 : shares;
+		if (shares > HP_MAX_DEVS - g.nvdev - (g.ndev - 1 - i)) {
+			shares = HP_MAX_DEVS - g.nvdev - (g.ndev - 1 - i); /* room for the rest */
+		}
+		for (s = 0; s < shares; s++) {
+			struct hp_vdev *v = &g.vdev[g.nvdev++];
+
+			v->dev = i;
+			v->share = s;
+			snprintf(v->name, sizeof(v->name), s ? "%s#%d" : "%s", d->name, s);
+			v->guid = d->guid ^ ((uint64_t)s << 56);
+			v->speed = shares == 1 ? d->speed : share_speed(d->speed, shares);
+		}
+		if (shares > 1) {
+			HP_INFO("%s: shown to NCCL as %d devices (%s to %s#%d), %d Mbit/s each, on its %d "
+				"engine%s: NCCL opens two channels on each (HARP_NCCL_DEVICES=%d%s)",
+				d->name, shares, d->name, d->name, shares - 1,
+				g.vdev[g.nvdev - 1].speed, d->info.queues,
+				d->info.queues == 1 ? "" : "s", d->info.nccl_devices,
+				d->info.nccl_devices ? "" : ": one for every two engines");
+		}
+	}
 }
 
 /* Checks every HARP_* variable, then opens harp on each interface HARP_IFNAME selects. */
@@ -315,6 +390,7 @@ static hnccl_result_t devices_create(void)
 			d->info.port_base,
 			d->info.hugepages ? "UMEM on hugepages" : "UMEM on normal pages", d->speed);
 	}
+	vdevs_create();
 	return HNCCL_SUCCESS;
 }
 
@@ -402,32 +478,41 @@ __attribute__((destructor)) static void hp_unload(void)
 
 hnccl_result_t hp_devices(int *ndev)
 {
-	*ndev = g.ndev;
+	*ndev = g.nvdev;
 	return HNCCL_SUCCESS;
 }
 
-static struct hp_dev *dev_get(int dev)
+static struct hp_vdev *vdev_get(int dev)
 {
-	if (dev < 0 || dev >= g.ndev) {
-		HP_WARN("device %d does not exist (harp has %d)", dev, g.ndev);
+	if (dev < 0 || dev >= g.nvdev) {
+		HP_WARN("device %d does not exist (harp has %d)", dev, g.nvdev);
 		return NULL;
 	}
-	return &g.dev[dev];
+	return &g.vdev[dev];
+}
+
+/* The interface NCCL's device dev runs on. */
+static struct hp_dev *dev_get(int dev)
+{
+	struct hp_vdev *v = vdev_get(dev);
+
+	return v ? &g.dev[v->dev] : NULL;
 }
 
 hnccl_result_t hp_properties(int dev, struct hp_props *p)
 {
-	struct hp_dev *d = dev_get(dev);
+	struct hp_vdev *v = vdev_get(dev);
+	struct hp_dev *d = v ? &g.dev[v->dev] : NULL;
 
 	if (!d) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
 	memset(p, 0, sizeof(*p));
-	p->name = d->name;
+	p->name = v->name;
 	p->pci_path = d->pci_path;
-	p->guid = d->guid;
+	p->guid = v->guid;
 	p->ptr_support = HNCCL_PTR_HOST | (d->cuda ? HNCCL_PTR_CUDA : 0);
-	p->speed = d->speed;
+	p->speed = v->speed;
 	p->latency = 0;
 	p->max_comms = d->info.conns_max; /* HARP_CONNS_MAX: the next connection fails */
 	p->max_recvs = HP_MAX_RECVS;

@@ -443,6 +443,7 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->multi_buffer = ctx->engines[0].port.sg;
 	info->conns_max = ctx->params.conns_max;
 	info->cuda = ctx->params.cuda == HARP_CUDA_ON;
+	info->nccl_devices = ctx->params.nccl_devices;
 	info->mode = ctx->engines[0].port.zerocopy ? HARP_MODE_ZEROCOPY : HARP_MODE_COPY;
 	info->hugepages = ctx->engines[0].port.area.huge;
 	info->xdp_native = ctx->steer.xdp_mode != XDP_MODE_SKB;

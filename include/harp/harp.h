@@ -105,6 +105,7 @@ struct harp_ctx_info {
 	int multi_buffer;	/* 1: packets larger than a UMEM frame span descriptor chains */
 	int conns_max;		/* HARP_CONNS_MAX: connections open at once, at most */
 	int cuda;		/* HARP_CUDA=on: the NCCL plugin takes GPU buffers */
+	int nccl_devices;	/* HARP_NCCL_DEVICES: devices the NCCL plugin shows; 0: its choice */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 

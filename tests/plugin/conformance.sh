@@ -13,7 +13,9 @@
 #                         init-fail: only the init failure cases
 #     --queues N          veth queues, and HARP_QUEUES=N for both sides (default 1)
 #     --devices N         veth pairs between A and B (1 or 2); HARP_IFNAME matches all of them,
-#                         so the plugin reports N devices and many spreads its pairs over them
+#                         so the plugin reports N devices (times the shares of each: one for
+#                         every two queues, or HARP_NCCL_DEVICES in --env) and many spreads its
+#                         pairs over them; the shares' names and guids must differ
 #     --client-env WORDS  NAME=VALUE words (space-separated) for the client's environment only,
 #                         e.g. "HARP_FAULT_DROP_PPM=300000" to lose packets the client receives
 #     --valgrind          run one side under valgrind's memcheck (the server; for peer-kill the
@@ -123,6 +125,13 @@ plugin=$(realpath "$plugin")
 load=${load_as:-$plugin}
 # harp refuses HARP_* variables it does not know; this one belongs to the netns scripts.
 unset HARP_XFER
+
+# NCCL's devices: each interface in shares, one for every two queues (HARP_NCCL_DEVICES sets it)
+shares=$((queues / 2 > 1 ? queues / 2 : 1))
+if [[ " $both_env " =~ \ HARP_NCCL_DEVICES=([0-9]+)\  ]] && ((BASH_REMATCH[1] > 0)); then
+	shares=${BASH_REMATCH[1]}
+fi
+ndev_want=$((devices * shares))
 
 fail=0 # failures so far: a case failed when the count grew during it
 report() {
@@ -328,10 +337,17 @@ run_pair() {
 				report "$name $side: no log line with '$expect_log'"
 		done
 	fi
-	if [[ $(key "$dir/client.out" ndev) != "$devices" ]]; then
+	if [[ $(key "$dir/client.out" ndev) != "$ndev_want" ]]; then
 		report "$name: the client's plugin reported" \
-			"$(key "$dir/client.out" ndev) devices, expected $devices"
+			"$(key "$dir/client.out" ndev) devices, expected $ndev_want" \
+			"($devices interface(s) in $shares share(s) each)"
 	fi
+	for field in name guid; do
+		if [[ -n $(grep -E "^dev[0-9]+_$field=" "$dir/client.out" | cut -d= -f2 | sort |
+			uniq -d) ]]; then
+			report "$name: two of the client's devices have the same $field"
+		fi
+	done
 	echo "conformance: case=$name seconds=$(((t1 - t0) / 1000000))" \
 		"server_verified_bytes=$(key "$dir/server.out" verified_bytes)" \
 		"client_verified_bytes=$(key "$dir/client.out" verified_bytes)" \
