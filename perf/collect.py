@@ -867,7 +867,7 @@ def section_cpu(recs, cfg):
 
 
 def section_allreduce(recs, cfg):
-    ar = pick(recs, tool="harp-perf", test="allreduce", role="rank")
+    ar = pick(recs, tool="harp-perf", test="allreduce", role="rank", label="allreduce")
     groups = {}
     for r in ar:
         groups.setdefault((r.get("nranks"), r.get("size")), []).append(r)

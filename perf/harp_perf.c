@@ -206,7 +206,9 @@ static void usage(void)
 		"  --warmup N       pingpong: untimed round trips per size (default 100)\n"
 		"  --size S         stream, bidir, msgrate: message size\n"
 		"  --window W       messages in flight per connection and direction (1..%d)\n"
-		"  --conns C        connections (1..%d); pingpong: on the first, the rest idle\n"
+		"  --conns C        connections (1..%d); pingpong: on the first, the rest idle;\n"
+		"                   allreduce: channels (1..16), a connection each way to each\n"
+		"                   neighbour, the pieces of each step dealt round them\n"
 		"  --idle S         pingpong: then S seconds with every connection open and no call\n"
 		"                   into the plugin; prints the CPU this process used meanwhile\n"
 		"  --timeline FILE  pingpong, client: append one line per round trip, warm-up\n"
@@ -1033,11 +1035,21 @@ out:
 
 /* ---- allreduce: a ring of ranks, reduce-scatter then all-gather ------------------------------ */
 
-struct ring {
+#define MAX_CHANNELS 16 /* allreduce --conns: channels, as NCCL's (MAXCHANNELS is 32/64) */
+
+/* One channel of the ring, as NCCL runs one: a connection each way, and its own pieces. */
+struct channel {
 	struct link link; /* send: to rank + 1; recv: from rank - 1 */
-	float *data, *tmp;
-	size_t count, chunk; /* floats in all, per chunk (count = chunk * nranks) */
 	void *data_send_mh, *data_recv_mh, *tmp_mh;
+	void *sreq[MAX_WINDOW], *rreq[MAX_WINDOW];
+	size_t sposted, sdone, rposted, rdone; /* this channel's pieces: k * nch + its index */
+};
+
+struct ring {
+	struct channel ch[MAX_CHANNELS];
+	int nch;
+	float *data, *tmp; /* tmp: window pieces a channel */
+	size_t count, chunk; /* floats in all, per chunk (count = chunk * nranks) */
 	int window;
 };
 
@@ -1047,77 +1059,107 @@ static float ar_input(int rank, size_t i)
 	return (float)((rank + 1) + (int)(i % 7));
 }
 
+/* Floats in piece k of a chunk: PIECE_BYTES' worth, the last one what is left. */
+static size_t piece_len(const struct ring *g, size_t k)
+{
+	size_t piece = PIECE_BYTES / sizeof(float);
+
+	return g->chunk - k * piece < piece ? g->chunk - k * piece : piece;
+}
+
+/*
+ * One channel's share of a ring step: its pieces (k = j * nch + its index) posted, up to window
+ * in flight each way, and one of each tested. 1 when the channel is done, 0 when not yet, -1 on
+ * a failure.
+ */
+static int channel_step(struct ring *g, int c, size_t npieces, int sc, int rc, bool reduce)
+{
+	struct channel *ch = &g->ch[c];
+	size_t piece = PIECE_BYTES / sizeof(float), w = (size_t)g->window;
+	size_t mine = npieces / (size_t)g->nch + ((size_t)c < npieces % (size_t)g->nch);
+	int tag = 0, done, got;
+
+	while (ch->sposted < mine && ch->sposted - ch->sdone < w) {
+		size_t k = ch->sposted * (size_t)g->nch + (size_t)c;
+		void *req = NULL;
+
+		NET_CALL(P.api.isend(ch->link.send, g->data + (size_t)sc * g->chunk + k * piece,
+				     piece_len(g, k) * sizeof(float), 0, ch->data_send_mh, NULL, &req));
+		if (!req) {
+			break;
+		}
+		ch->sreq[ch->sposted++ % w] = req;
+	}
+	while (ch->rposted < mine && ch->rposted - ch->rdone < w) {
+		size_t k = ch->rposted * (size_t)g->nch + (size_t)c;
+		size_t bytes = piece_len(g, k) * sizeof(float);
+		void *buf = reduce ? (void *)(g->tmp + ((size_t)c * w + ch->rposted % w) * piece)
+				   : (void *)(g->data + (size_t)rc * g->chunk + k * piece);
+		void *mh = reduce ? ch->tmp_mh : ch->data_recv_mh;
+		void *req = NULL;
+
+		NET_CALL(P.api.irecv(ch->link.recv, 1, &buf, &bytes, &tag, &mh, NULL, &req));
+		if (!req) {
+			break;
+		}
+		ch->rreq[ch->rposted++ % w] = req;
+	}
+	if (ch->sdone < ch->sposted) {
+		NET_CALL(P.api.test(ch->sreq[ch->sdone % w], &done, NULL));
+		ch->sdone += done != 0;
+	}
+	if (ch->rdone < ch->rposted) {
+		NET_CALL(P.api.test(ch->rreq[ch->rdone % w], &done, &got));
+		if (done) {
+			size_t k = ch->rdone * (size_t)g->nch + (size_t)c, n = piece_len(g, k);
+
+			if ((size_t)got != n * sizeof(float)) {
+				fail("allreduce piece of %zu bytes arrived as %d", n * sizeof(float), got);
+				return -1;
+			}
+			if (reduce) {
+				float *dst = g->data + (size_t)rc * g->chunk + k * piece;
+				const float *src = g->tmp + ((size_t)c * w + ch->rdone % w) * piece;
+				size_t j;
+
+				for (j = 0; j < n; j++) {
+					dst[j] += src[j];
+				}
+			}
+			ch->rdone++;
+		}
+	}
+	return ch->sdone == mine && ch->rdone == mine;
+}
+
 /*
  * One ring step: send chunk sc to the next rank, receive chunk rc from the previous one, in
- * pieces of up to PIECE_BYTES with up to window pieces in flight. reduce: the received pieces
- * land in tmp and are added into chunk rc; else they land in place.
+ * pieces of up to PIECE_BYTES dealt round the channels, each with up to window pieces in flight
+ * (as NCCL's channels each move their share). reduce: the received pieces land in tmp and are
+ * added into chunk rc; else they land in place.
  */
 static int ring_step(struct ring *g, int sc, int rc, bool reduce)
 {
 	size_t piece = PIECE_BYTES / sizeof(float), npieces = (g->chunk + piece - 1) / piece;
-	void *sreq[MAX_WINDOW], *rreq[MAX_WINDOW];
-	size_t sposted = 0, sdone = 0, rposted = 0, rdone = 0;
-	int tag = 0, done, got;
+	int c, done, rc_c;
 
-	while (sdone < npieces || rdone < npieces) {
-		while (sposted < npieces && sposted - sdone < (size_t)g->window) {
-			size_t off = (size_t)sc * g->chunk + sposted * piece;
-			size_t n = g->chunk - sposted * piece < piece ? g->chunk - sposted * piece : piece;
-			void *req = NULL;
-
-			NET_CALL(P.api.isend(g->link.send, g->data + off, n * sizeof(float), 0,
-					     g->data_send_mh, NULL, &req));
-			if (!req) {
-				break;
+	for (c = 0; c < g->nch; c++) {
+		g->ch[c].sposted = g->ch[c].sdone = g->ch[c].rposted = g->ch[c].rdone = 0;
+	}
+	do {
+		done = 0;
+		for (c = 0; c < g->nch; c++) {
+			rc_c = channel_step(g, c, npieces, sc, rc, reduce);
+			if (rc_c < 0) {
+				return -1;
 			}
-			sreq[sposted % (size_t)g->window] = req;
-			sposted++;
-		}
-		while (rposted < npieces && rposted - rdone < (size_t)g->window) {
-			size_t n = g->chunk - rposted * piece < piece ? g->chunk - rposted * piece : piece;
-			size_t bytes = n * sizeof(float);
-			void *buf = reduce ? (void *)(g->tmp + (rposted % (size_t)g->window) * piece) :
-					     (void *)(g->data + (size_t)rc * g->chunk + rposted * piece);
-			void *mh = reduce ? g->tmp_mh : g->data_recv_mh;
-			void *req = NULL;
-
-			NET_CALL(P.api.irecv(g->link.recv, 1, &buf, &bytes, &tag, &mh, NULL, &req));
-			if (!req) {
-				break;
-			}
-			rreq[rposted % (size_t)g->window] = req;
-			rposted++;
-		}
-		if (sdone < sposted) {
-			NET_CALL(P.api.test(sreq[sdone % (size_t)g->window], &done, NULL));
-			sdone += done != 0;
-		}
-		if (rdone < rposted) {
-			NET_CALL(P.api.test(rreq[rdone % (size_t)g->window], &done, &got));
-			if (done) {
-				size_t n = g->chunk - rdone * piece < piece ? g->chunk - rdone * piece : piece;
-
-				if ((size_t)got != n * sizeof(float)) {
-					fail("allreduce piece of %zu bytes arrived as %d", n * sizeof(float), got);
-					return -1;
-				}
-				if (reduce) {
-					float *dst = g->data + (size_t)rc * g->chunk + rdone * piece;
-					const float *src = g->tmp + (rdone % (size_t)g->window) * piece;
-					size_t j;
-
-					for (j = 0; j < n; j++) {
-						dst[j] += src[j];
-					}
-				}
-				rdone++;
-			}
+			done += rc_c;
 		}
 		if (past_deadline()) {
 			fail("allreduce step did not finish before the deadline");
 			return -1;
 		}
-	}
+	} while (done < g->nch);
 	return 0;
 }
 
@@ -1177,6 +1219,7 @@ static int allreduce_size(struct ring *g, size_t bytes)
 	algbw = (double)(count * sizeof(float)) / (total / P.o.iters) / 1e9;
 	record_begin(&r, "allreduce");
 	report_int(&r, "nranks", n);
+	report_int(&r, "channels", g->nch);
 	report_int(&r, "rank", P.o.rank);
 	report_int(&r, "size", (int64_t)(count * sizeof(float)));
 	report_int(&r, "count", (int64_t)count);
@@ -1200,50 +1243,71 @@ static int allreduce_size(struct ring *g, size_t bytes)
 
 static int run_allreduce(void)
 {
-	struct ring g = { .window = 8 };
+	static struct ring g; /* large: the channels' request slots */
+	struct link links[MAX_CHANNELS];
 	char mine[64], peer[64];
-	size_t max = 0, cap;
-	int i, rc = -1;
+	size_t max = 0, cap, tmp_bytes;
+	int i, c, rc = -1;
+
+	memset(&g, 0, sizeof(g));
+	memset(links, 0, sizeof(links));
+	g.window = 8;
+	g.nch = P.o.conns;
+	if (g.nch > MAX_CHANNELS) {
+		fail("allreduce: --conns %d: at most %d channels", g.nch, MAX_CHANNELS);
+		return -1;
+	}
 
 	for (i = 0; i < P.o.nsizes; i++) {
 		max = P.o.sizes[i] > max ? P.o.sizes[i] : max;
 	}
 	/* room for the largest size rounded up to whole chunks */
 	cap = (max / sizeof(float) + (size_t)P.o.nranks) * sizeof(float);
+	tmp_bytes = PIECE_BYTES * (size_t)g.window * (size_t)g.nch;
 	g.data = region_alloc(cap);
-	g.tmp = region_alloc(PIECE_BYTES * (size_t)g.window);
+	g.tmp = region_alloc(tmp_bytes);
 	if (!g.data || !g.tmp) {
 		fail("out of memory for %zu bytes", cap);
 		goto out;
 	}
 	snprintf(mine, sizeof(mine), "rank%d.handle", P.o.rank);
 	snprintf(peer, sizeof(peer), "rank%d.handle", (P.o.rank + 1) % P.o.nranks);
-	/* each rank listens once: its predecessor connects there, it connects to its successor */
-	if (links_open(&g.link, 1, mine, peer)) {
-		goto out;
+	/* each rank listens once a channel: its predecessor connects there, it connects to its
+	 * successor */
+	if (links_open(links, g.nch, mine, peer)) {
+		goto out_links;
 	}
-	if (P.api.reg_mr(g.link.send, g.data, cap, HNCCL_PTR_HOST, &g.data_send_mh) ||
-	    P.api.reg_mr(g.link.recv, g.data, cap, HNCCL_PTR_HOST, &g.data_recv_mh) ||
-	    P.api.reg_mr(g.link.recv, g.tmp, PIECE_BYTES * (size_t)g.window, HNCCL_PTR_HOST,
-			 &g.tmp_mh)) {
-		fail("regMr of the allreduce buffers failed");
-		goto out;
+	for (c = 0; c < g.nch; c++) {
+		struct channel *ch = &g.ch[c];
+
+		ch->link = links[c];
+		if (P.api.reg_mr(ch->link.send, g.data, cap, HNCCL_PTR_HOST, &ch->data_send_mh) ||
+		    P.api.reg_mr(ch->link.recv, g.data, cap, HNCCL_PTR_HOST, &ch->data_recv_mh) ||
+		    P.api.reg_mr(ch->link.recv, g.tmp, tmp_bytes, HNCCL_PTR_HOST, &ch->tmp_mh)) {
+			fail("regMr of the allreduce buffers failed (channel %d)", c);
+			goto out;
+		}
 	}
 	rc = 0;
 	for (i = 0; i < P.o.nsizes && !rc; i++) {
 		rc = allreduce_size(&g, P.o.sizes[i]);
 	}
 out:
-	if (g.data_send_mh) {
-		P.api.dereg_mr(g.link.send, g.data_send_mh);
+	for (c = 0; c < g.nch; c++) {
+		struct channel *ch = &g.ch[c];
+
+		if (ch->data_send_mh) {
+			P.api.dereg_mr(ch->link.send, ch->data_send_mh);
+		}
+		if (ch->data_recv_mh) {
+			P.api.dereg_mr(ch->link.recv, ch->data_recv_mh);
+		}
+		if (ch->tmp_mh) {
+			P.api.dereg_mr(ch->link.recv, ch->tmp_mh);
+		}
 	}
-	if (g.data_recv_mh) {
-		P.api.dereg_mr(g.link.recv, g.data_recv_mh);
-	}
-	if (g.tmp_mh) {
-		P.api.dereg_mr(g.link.recv, g.tmp_mh);
-	}
-	links_close(&g.link, 1);
+out_links:
+	links_close(links, g.nch);
 	free(g.data);
 	free(g.tmp);
 	return rc;

@@ -227,10 +227,25 @@ def allreduce_points(recs, prefix):
 def allreduce_rows(recs, cfg):
     ims = impls(cfg)
     keys = sorted({(r.get("nranks"), r.get("size")) for r in C.pick(
-        recs, tool="harp-perf", test="allreduce", role="rank") if r.get("nranks") and
-        r.get("size")})
+        recs, tool="harp-perf", test="allreduce", role="rank", label="allreduce") if
+        r.get("nranks") and r.get("size")})
     return [Row("%d ranks, %s (busbw GB/s)" % (n, C.human_size(s)), "higher",
                 [slowest_busbw(recs, p + "allreduce", n, s) for p, _ in ims]) for n, s in keys]
+
+
+def scale_rows(recs, cfg):
+    """All-reduce of 2 ranks against the channel count (perf/run's scale case, labels
+    scale-cC), each channel count on as many queues."""
+    ims = impls(cfg)
+    keys = set()
+    for r in C.pick(recs, tool="harp-perf", test="allreduce", role="rank"):
+        m = re.match(r"scale-c(\d+)$", r.get("label") or "")
+        if m and r.get("size"):
+            keys.add((r["size"], int(m.group(1))))
+    return [Row("2 ranks, %s, %d channel%s on %d queue%s (busbw GB/s)" % (
+        C.human_size(s), c, "" if c == 1 else "s", c, "" if c == 1 else "s"), "higher",
+        [slowest_busbw(recs, "%sscale-c%d" % (p, c), 2, s) for p, _ in ims])
+        for s, c in sorted(keys)]
 
 
 def headline_rows(recs, cfg):
@@ -512,7 +527,13 @@ def write_page(path, run_dir, recs, cfg, notes):
                  fabric_rows(recs, cfg) if cfg.get("fabric") else [], True),
                 ("All-reduce", "Ranks on one bridge, one queue each, `harp-perf allreduce` (a "
                  "ring through the plugin); the slowest rank's bus bandwidth.",
-                 allreduce_rows(recs, cfg), False)]
+                 allreduce_rows(recs, cfg), False),
+                ("Scaling with channels", "All-reduce of 2 ranks on a bridge whose ports have "
+                 "C queues, as a ring of C channels (`harp-perf allreduce --conns C`: a "
+                 "connection each way per channel, the pieces dealt round them, as NCCL's "
+                 "channels); harp runs an engine a queue, NCCL's socket transport a socket a "
+                 "channel. The machine's cores bound what more channels can add.",
+                 scale_rows(recs, cfg), False)]
     for title, about, rows, with_kernel in sections:
         if rows:
             out.append("## %s\n\n%s\n%s" % (title, para(about), table(rows, cfg, with_kernel)))

@@ -384,7 +384,10 @@ hop_impair_stats() {
 
 # topo_bridge N MTU QUEUES: ranks R0..R(N-1) (ns_r[i], if_r[i], ip_r[i] = 198.18.x.(i+1)/24),
 # each joined by its own veth pair to one bridge in M, as N hosts on one switch. M's ends get the
-# ranks' queue count (XDP on a rank's end needs its rx queues >= M's tx queues).
+# ranks' queue count (XDP on a rank's end needs its rx queues >= M's tx queues). With more than
+# one queue, each packet M forwards leaves by the queue its flow hash picks (rss_queue on M's
+# ingress, as topo_hop's hashed queues): left to itself, the bridge sent every flow to one queue,
+# and a rank's connections on its other engines never found a path.
 topo_bridge() {
 	local n=$1 mtu=$2 queues=$3 i
 	topo_need_root || return
@@ -407,6 +410,9 @@ topo_bridge() {
 		topo_veth "${ns_r[i]}" "${if_r[i]}" "$ns_m" "${topo_prefix}m$i" "$mtu" "$queues"
 		ns_exec "$ns_m" ip link set "${topo_prefix}m$i" master br0
 		ns_exec "${ns_r[i]}" ip addr add "${ip_r[i]}/24" dev "${if_r[i]}"
+		if ((queues > 1)); then
+			topo_tc_queue "${topo_prefix}m$i" rss_queue
+		fi
 	done
 	for ((i = 1; i < n; i++)); do
 		topo_wait_ping "${ns_r[0]}" "${ip_r[i]}" || return
