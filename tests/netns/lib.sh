@@ -240,6 +240,11 @@ topo_hop() {
 		"($steer queues)"
 }
 
+# xfer_key FILE NAME: the number harp-xfer reported as NAME= in FILE (its first), or nothing.
+xfer_key() {
+	sed -n "s/^$2=\\([0-9.]*\\)$/\\1/p" "$1" | head -n 1
+}
+
 # topo_tc_queue DEV PROG: PROG (keep_queue: forward out of the queue a packet came in on;
 # rss_queue: out of the queue the flow hash picks) on M's DEV ingress; compiled once per run.
 topo_tc_queue() {

@@ -44,11 +44,6 @@ report() {
 	fail=1
 }
 
-# key FILE NAME: the value of NAME= in FILE (harp-xfer's report).
-key() {
-	sed -n "s/^$2=\\([0-9.]*\\)$/\\1/p" "$1" | head -n 1
-}
-
 # transfer NAME CUT: one transfer; CUT=1 drops the low source ports on M once data flows.
 transfer() {
 	local name=$1 cut=$2 handle="$tmp/$1.handle" i server client rc_s=0 rc_c=0
@@ -105,11 +100,11 @@ echo "path_blackhole: M dropped ${holed_data:-?} data packets and ${holed:-?} ot
 
 retired=0
 for side in server client; do
-	r=$(key "$tmp/cut.$side" paths_retired)
+	r=$(xfer_key "$tmp/cut.$side" paths_retired)
 	retired=$((retired + ${r:-0}))
-	m=$(key "$tmp/cut.$side" paths_min)
+	m=$(xfer_key "$tmp/cut.$side" paths_min)
 	((${m:-0} == 8)) || report "cut $side: paths_min=${m:-missing}, expected 8 (replacements found)"
-	v=$(key "$tmp/cut.$side" verified_bytes)
+	v=$(xfer_key "$tmp/cut.$side" verified_bytes)
 	((${v:-0} == 16 * 64 * 1048576 * 2)) ||
 		report "cut $side: verified_bytes=${v:-missing}, expected every byte of 2 x 16 x 64 MiB"
 done
@@ -118,8 +113,8 @@ done
 if ((${holed_data:-0} > 0 && retired == 0)); then
 	report "data was lost on dark paths, and no path was retired"
 fi
-ref=$(key "$tmp/reference.client" seconds)
-cut=$(key "$tmp/cut.client" seconds)
+ref=$(xfer_key "$tmp/reference.client" seconds)
+cut=$(xfer_key "$tmp/cut.client" seconds)
 echo "path_blackhole: reference ${ref:-?} s, with the black hole ${cut:-?} s, $retired paths retired"
 if [[ -n $ref && -n $cut ]] && awk -v r="$ref" -v c="$cut" 'BEGIN { exit !(c > 3 * r + 2) }'; then
 	report "the cut run took $cut s against the reference's $ref s"

@@ -39,11 +39,6 @@ report() {
 	fail=1
 }
 
-# key FILE NAME: the value of NAME= in FILE (harp-xfer's report).
-key() {
-	sed -n "s/^$2=\\([0-9.]*\\)$/\\1/p" "$1" | head -n 1
-}
-
 # dark_table SADDR: M's table that records harp's UDP flows from SADDR (all of them when SADDR
 # is "any") and drops those in the dark set.
 dark_table() {
@@ -119,15 +114,15 @@ transfer() {
 		report "$name: a connection was declared dead"
 	fi
 	for side in server client; do
-		m=$(key "$tmp/$name.$side" paths_min)
+		m=$(xfer_key "$tmp/$name.$side" paths_min)
 		((${m:-0} == 8)) || report "$name $side: paths_min=${m:-missing}, expected 8"
 		[[ $side == client ]] && ((!bidir)) && continue # it only sent
-		v=$(key "$tmp/$name.$side" verified_bytes)
+		v=$(xfer_key "$tmp/$name.$side" verified_bytes)
 		((${v:-0} == 2 * 32 * 16 * 1048576)) ||
 			report "$name $side: verified_bytes=${v:-missing}, expected 2 x 32 x 16 MiB"
 	done
 	# B is the server: its flows are darkened in both runs, and it must have rescued its own
-	r=$(key "$tmp/$name.server" paths_rescued)
+	r=$(xfer_key "$tmp/$name.server" paths_rescued)
 	((${r:-0} > 0)) || report "$name: B (server) replaced no darkened path in a rescue"
 }
 

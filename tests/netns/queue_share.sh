@@ -78,11 +78,6 @@ for side in "$ns_a:$if_a" "$ns_b:$if_b"; do
 	fi
 done
 
-# key FILE NAME: the value of NAME= in FILE (harp-xfer's report).
-key() {
-	sed -n "s/^$2=\\([0-9.]*\\)$/\\1/p" "$1" | head -n 1
-}
-
 # start_side NAME ROLE QUEUES: a harp-xfer of ROLE (server in B, client in A) on HARP_QUEUES,
 # output in $tmp/NAME.{out,err}; its wrapper's pid in spawned_pid. QUEUES "auto:R/N" runs with
 # HARP_QUEUES unset (auto) as local rank R of N ranks (LOCAL_RANK, LOCAL_WORLD_SIZE); "auto"
@@ -133,8 +128,8 @@ wait_handle() {
 # check_pair NAME SERVER_RC CLIENT_RC: both ends exited 0 and verified what the other sent.
 check_pair() {
 	local name=$1 v_s v_c
-	v_s=$(key "$tmp/$name.server.out" verified_bytes)
-	v_c=$(key "$tmp/$name.client.out" verified_bytes)
+	v_s=$(xfer_key "$tmp/$name.server.out" verified_bytes)
+	v_c=$(xfer_key "$tmp/$name.client.out" verified_bytes)
 	echo "queue_share: $name: server rc $2 verified ${v_s:-?} bytes, client rc $3 verified" \
 		"${v_c:-?} bytes"
 	if (($2 != 0 || $3 != 0)) || ((${v_s:-0} != want_bytes || ${v_c:-0} != want_bytes)); then
