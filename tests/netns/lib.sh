@@ -240,6 +240,22 @@ topo_hop() {
 		"($steer queues)"
 }
 
+# xfer_pair NAME ARGS...: harp-xfer ($xfer) serving in ns_b on if_b and the client in ns_a on
+# if_a, with ARGS each, meeting through $tmp/NAME.handle; their output in $tmp/NAME.server and
+# $tmp/NAME.client (and .err), their pids in xfer_server_pid and xfer_client_pid (and pids).
+xfer_pair() {
+	local name=$1
+	shift
+	spawn_bounded 120 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
+		--handle-file "$tmp/$name.handle" "$@" >"$tmp/$name.server" 2>"$tmp/$name.server.err"
+	xfer_server_pid=$spawned_pid
+	pids+=("$xfer_server_pid")
+	spawn_bounded 120 ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
+		--handle-file "$tmp/$name.handle" "$@" >"$tmp/$name.client" 2>"$tmp/$name.client.err"
+	xfer_client_pid=$spawned_pid
+	pids+=("$xfer_client_pid")
+}
+
 # xfer_key FILE NAME: the number harp-xfer reported as NAME= in FILE (its first), or nothing.
 xfer_key() {
 	sed -n "s/^$2=\\([0-9.]*\\)$/\\1/p" "$1" | head -n 1

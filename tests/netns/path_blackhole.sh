@@ -48,14 +48,8 @@ report() {
 transfer() {
 	local name=$1 cut=$2 handle="$tmp/$1.handle" i server client rc_s=0 rc_c=0
 	local args=(--queues 2 --conns 2 --bidir --sizes 64M --count 16 --timeout 90)
-	spawn_bounded 120 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
-		--handle-file "$handle" "${args[@]}" >"$tmp/$name.server" 2>"$tmp/$name.server.err"
-	server=$spawned_pid
-	pids+=("$server")
-	spawn_bounded 120 ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
-		--handle-file "$handle" "${args[@]}" >"$tmp/$name.client" 2>"$tmp/$name.client.err"
-	client=$spawned_pid
-	pids+=("$client")
+	xfer_pair "$name" "${args[@]}"
+	server=$xfer_server_pid client=$xfer_client_pid
 	if ((cut)); then
 		for ((i = 0; i < 100; i++)); do
 			[[ -e $handle ]] && break

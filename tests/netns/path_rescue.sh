@@ -85,14 +85,8 @@ transfer() {
 	local args=(--queues 2 --conns 2 --sizes 16M --count 32 --timeout 90) d r m v side
 	((bidir)) && args+=(--bidir)
 	dark_table "$from"
-	spawn_bounded 120 ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
-		--handle-file "$handle" "${args[@]}" >"$tmp/$name.server" 2>"$tmp/$name.server.err"
-	server=$spawned_pid
-	pids+=("$server")
-	spawn_bounded 120 ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
-		--handle-file "$handle" "${args[@]}" >"$tmp/$name.client" 2>"$tmp/$name.client.err"
-	client=$spawned_pid
-	pids+=("$client")
+	xfer_pair "$name" "${args[@]}"
+	server=$xfer_server_pid client=$xfer_client_pid
 	for ((i = 0; i < 100; i++)); do
 		[[ -e $handle ]] && break
 		sleep 0.1
