@@ -2051,6 +2051,14 @@ static void check_idle_peer(struct harp_conn *c, uint64_t now, uint64_t peer_tim
 		c->heard_ns = now; /* the silence that counts starts when something waits */
 		return;
 	}
+	if (!c->paths_live && c->port_span) {
+		/* no port pair has reached the peer's engine yet: nothing of its data path could
+		 * come. The probing judges that (conn_paths_hopeless), with the queues the
+		 * probes reached; a peer silent for its own reasons would be misnamed as dead
+		 * (a bridge that sent every flow to one queue was). */
+		c->heard_ns = now;
+		return;
+	}
 	if (now - c->heard_ns > peer_timeout_ns) {
 		declare_dead(c, now - c->heard_ns, peer_timeout_ns,
 			     "requests wait and nothing came from", now);

@@ -653,6 +653,40 @@ static void test_idle_peer_ping(void **state)
 	free(r);
 }
 
+/*
+ * A connection whose probes never found a path waits on the peer with nothing to hear: its
+ * silence is the network's, not the peer's, and the probing judges it (conn_paths_hopeless,
+ * whose error names the queues the probes reached). It used to be declared dead first, "nothing
+ * came from peer", one peer timeout after the receive was posted.
+ */
+static void test_no_path_not_dead(void **state)
+{
+	struct pair *p = *state;
+	const uint64_t timeout = 1000000000ull;
+	uint8_t dst[64], *buf = dst;
+	uint64_t cap = sizeof(dst);
+	uint32_t tag = 1;
+	struct harp_req *r;
+	struct conn_tx tx;
+	int i;
+
+	conn_paths_init(&p->b, 2, 47000, 16, 50000, 8, 5);
+	p->b.paths[0].live = false; /* none found yet */
+	p->b.paths_live = 0;
+	r = post_recv(&p->b, 1, &buf, &cap, &tag);
+	for (i = 0; i < 40; i++) {
+		p->now += timeout / 8;
+		conn_on_timer(&p->b, p->now, timeout);
+		while (conn_next_probe(&p->b, &tx, p->now)) {
+		}
+	}
+	assert_int_equal(atomic_load(&p->b.state), CONN_READY); /* five timeouts on */
+	assert_int_equal(req_state(r), REQ_PENDING);
+	/* the probing's to judge: once its last round has gone unanswered long enough */
+	assert_true(conn_paths_hopeless(&p->b, p->now + 300000000ull, timeout));
+	free(r);
+}
+
 /* A grouped receive: sends in another order find their buffers by tag. */
 static void test_grouped_tags(void **state)
 {
@@ -2091,6 +2125,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_timeout_and_undo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_peer_ping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_path_not_dead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grouped_tags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_msgsize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lossy_many_messages, setup, teardown),
