@@ -56,7 +56,6 @@ struct hp_dev {
  */
 struct hp_vdev {
 	int dev;       /* the interface's index in g.dev */
-	int share;     /* 0 .. shares - 1 */
 	char name[24]; /* the interface's, then "#share" */
 	uint64_t guid;
 	int speed; /* Mbit/s */
@@ -303,7 +302,6 @@ static void vdevs_create(void)
 			struct hp_vdev *v = &g.vdev[g.nvdev++];
 
 			v->dev = i;
-			v->share = s;
 			snprintf(v->name, sizeof(v->name), s ? "%s#%d" : "%s", d->name, s);
 			v->guid = d->guid ^ ((uint64_t)s << 56);
 			v->speed = shares == 1 ? d->speed : share_speed(d->speed, shares);

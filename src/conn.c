@@ -386,7 +386,7 @@ static bool rescue_victim_ok(const struct harp_conn *c, const struct conn_path *
 	if (!p->live || p->last_ack_ns >= pr->rescue_ns) {
 		return false;
 	}
-	return !pr->deaf_to_ns || p->rack_xmit_ns <= pr->deaf_from_ns;
+	return !pr->for_peer || p->rack_xmit_ns <= pr->deaf_from_ns;
 }
 
 /* A path that sent while the peer heard nothing of us, with nothing sent since acked: dark. */
@@ -1975,23 +1975,24 @@ static void retire_dead_paths(struct harp_conn *c, uint64_t now)
  * ones: the peer is told (CHAN_UNHEARD) and rescues its own. A peer that is gone answers
  * nothing, and the peer timeout judges it as before.
  */
-static void rescue_start(struct harp_conn *c, uint64_t now)
+static bool rescue_start(struct harp_conn *c, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
 
 	if (!c->port_span || !c->paths_live) {
-		return; /* no paths yet: the first rounds are under way */
+		return false; /* no paths yet: the first rounds are under way */
 	}
 	if (pr->rescue_ns && pr->rescue_round == pr->round &&
 	    now - pr->round_ns < probe_wait_floor(pr)) {
-		return; /* the last rescue round's answers may still come */
+		return true; /* the last rescue round's answers may still come */
 	}
 	pr->rescue_ns = now;
-	pr->deaf_from_ns = pr->deaf_to_ns = 0;
+	pr->for_peer = false;
 	pr->rescue_round = 0;
 	pr->sent = pr->ncands; /* an unfinished round gives way */
 	pr->next_ns = now;
 	pr->interval_ns = PROBE_INTERVAL_NS;
+	return true;
 }
 
 /* What the paths of a connection declared dead went through: where a rare death under a real
@@ -2126,8 +2127,7 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 	}
 	rtt_backoff(&c->rtt);
 	c->rto_base_ns = now;
-	if (++c->rto_streak >= RESCUE_TIMEOUTS && c->port_span && c->paths_live) {
-		rescue_start(c, now);
+	if (++c->rto_streak >= RESCUE_TIMEOUTS && rescue_start(c, now)) {
 		/* whole ms, rounded down: the peer's window of deafness starts after the last
 		 * packet heard, never on it */
 		c->probe.unheard_ms = (uint32_t)((now - c->rx_any_ns) / 1000000);
@@ -2161,8 +2161,8 @@ void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now)
 	}
 	rescue_start(c, now);
 	if (pr->rescue_ns == now) { /* else a rescue round of ours still waits for answers */
+		pr->for_peer = true;
 		pr->deaf_from_ns = now - deaf_ns;
-		pr->deaf_to_ns = now - rtt_ns;
 	}
 }
 

@@ -227,13 +227,13 @@ struct conn_probe {
 	bool answered;		/* this round has had an answer */
 	uint64_t *shared_answer_ns; /* the engine's: answers its other connections waited for */
 	/* A rescue: retransmission timeouts here found every path silent (conn_on_timer), or the
-	 * peer's did and it heard nothing of ours (CHAN_UNHEARD). A round goes out though every
-	 * wanted path is live, and each answered candidate replaces a silent path: one with no
-	 * ack since rescue_ns, or for the peer's rescue one that sent between deaf_from_ns and
-	 * deaf_to_ns, while the peer heard nothing, and had no ack since (rescue_victim).
-	 * rescue_ns 0: none; deaf_to_ns 0: our own. rescue_round: the round that is the
-	 * rescue's (0: not begun yet). */
-	uint64_t rescue_ns, deaf_from_ns, deaf_to_ns;
+	 * peer's did and it heard nothing of ours (CHAN_UNHEARD, for_peer). A round goes out
+	 * though every wanted path is live, and each answered candidate replaces a path added
+	 * before rescue_ns and not acked since; for the peer's, also none of whose packets sent
+	 * since deaf_from_ns (when the peer stopped hearing us) was acked (rescue_victim_ok).
+	 * rescue_ns 0: none. rescue_round: the round that is the rescue's (0: not begun yet). */
+	uint64_t rescue_ns, deaf_from_ns;
+	bool for_peer;
 	uint32_t rescue_round;
 	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
 			      * we last heard anything of it; 0: none (or heard within 1 ms) */

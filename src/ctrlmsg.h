@@ -111,8 +111,9 @@ enum chan_msg_type {
 	CHAN_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
 	CHAN_SILENT = 3, /* value: ms we have heard nothing from the sender's data path while we
 			  * waited on it (its frames do not reach us) */
-	CHAN_UNHEARD = 4, /* value: ms since the sender last had an ack, through retransmission
-			   * timeouts: every pair we send on may be dark; probe fresh ones */
+	CHAN_UNHEARD = 4, /* value: ms since anything of ours reached the sender, whose timeouts
+			   * found every path silent: the pairs we sent on since are dark; probe
+			   * fresh ones */
 };
 
 /* Integers in network order. */
