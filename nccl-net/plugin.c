@@ -26,9 +26,13 @@
 #include "harp/harp.h"
 #include "cuda.h"
 #include "plugin.h"
+#include "stripe.h"
 
 #define HP_REQS 512		     /* per comm: >= HNCCL_NET_MAX_REQUESTS * HP_MAX_RECVS */
 #define HP_STAGE_MAGIC 0x48504353u   /* "HPCS": a connect in progress, in the handle's tail */
+#define HP_OFFER_MAGIC 0x4850534fu   /* "HPSO": the stripes a listener takes, in the handle's tail */
+#define HP_HELLO_MAGIC 0x48505348u   /* "HPSH": the first message on each stripe's connection */
+#define HP_HELLO_TAG 0x48504c4fu
 #define HP_MAX_MSG (1ull << 30)	     /* test() reports int sizes: keep messages well inside */
 
 _Static_assert(HNCCL_HANDLE_FITS(struct harp_handle), "harp's handle fits NCCL's");
@@ -100,10 +104,38 @@ struct hp_ctx {
 struct hp_comm;
 
 struct hp_req {
-	struct harp_req *req;
+	struct harp_req *req; /* a striped comm's: its first stripe's (hp_sreq has them all) */
 	struct hp_comm *comm;
 	int n; /* sizes test() reports */
 	struct hp_req *next_free;
+};
+
+/*
+ * A request of a striped comm (stripe.h): a harp request on each stripe it uses, and what each
+ * brought, so that test() reports the sizes, and finds a piece out of place, once all are in.
+ */
+struct hp_sreq {
+	struct harp_req *sub[HP_STRIPES_MAX];
+	size_t cap[HP_MAX_RECVS]; /* a receive's buffers */
+	size_t len;		  /* a send's bytes */
+	uint32_t got[HP_STRIPES_MAX][HP_MAX_RECVS]; /* bytes stripe s brought buffer i */
+	uint8_t nsub;	 /* stripes posted on: 0..nsub-1 */
+	uint8_t pending; /* of those, not done yet (bits) */
+	bool recv;
+};
+
+/* What a listener offers in the handle's tail (after hp_stage): the stripes its comm takes. */
+struct hp_offer {
+	uint32_t magic;
+	uint32_t stripes;
+	uint64_t nonce; /* this listener's: each stripe's hello names it */
+};
+
+/* The first message on each connection of a striped comm: which stripe it is. */
+struct hp_hello {
+	uint32_t magic;
+	uint16_t stripe, stripes;
+	uint64_t nonce;
 };
 
 enum hp_comm_kind { HP_LISTEN = 1, HP_SEND, HP_RECV };
@@ -119,8 +151,23 @@ struct hp_comm {
 	struct hp_comm *next_pooled;
 	enum hp_comm_kind kind;
 	struct hp_dev *dev;
-	struct harp_conn *conn;
+	/* send and recv: stripe s's connection (one unless striped); listen: those whose hello
+	 * came, by stripe */
+	struct harp_conn *conns[HP_STRIPES_MAX];
+	int nconns;
+	uint64_t nonce; /* striped: the listener's, from its offer */
+	struct hp_sreq *sreqs; /* striped: one per request, by index */
+	int err;		/* striped: a stripe failed, so the comm has (the first error) */
+	uint32_t peer_rsn;	/* striped send: the peer's receive the next send falls in */
+	uint32_t peer_taken;	/* its buffers already sent to (bits) */
+	uint32_t up;		/* connections established (bits, by stripe or arrival) */
+	struct hp_hello hello[HP_STRIPES_MAX];	 /* sent (send) or received (listen) */
+	struct harp_req *hello_req[HP_STRIPES_MAX];
+	uint32_t hellos_done; /* send: stripes whose hello completed (bits) */
 	struct harp_listener *listener; /* HP_LISTEN */
+	int stripes;			/* HP_LISTEN: connections its comm takes (its offer) */
+	struct harp_conn *arrived[HP_STRIPES_MAX]; /* HP_LISTEN: accepted, hello not yet read */
+	int narrived, nplaced;
 	struct hp_comm *next_connecting;
 	uint64_t stage_id;
 	struct hp_req *free_reqs;
@@ -138,8 +185,9 @@ struct hp_stage {
 	uint32_t pad;
 	uint64_t id;
 };
-_Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) <= HNCCL_NET_HANDLE_MAXSIZE,
-	       "connect state fits beside harp's handle");
+_Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) + sizeof(struct hp_offer) <=
+		       HNCCL_NET_HANDLE_MAXSIZE,
+	       "connect state and the listener's offer fit beside harp's handle");
 
 /* ---- logging -------------------------------------------------------------------------------- */
 
@@ -377,11 +425,16 @@ static hnccl_result_t devices_create(void)
 					strerror(-rc));
 			}
 		}
-		HP_INFO("device %d: %s %s, %d queue%s (an engine and a core each: a comm runs on "
-			"one), XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
+		HP_INFO("device %d: %s %s, %d queue%s (an engine each, %s), a comm over %d "
+			"connection%s (HARP_STRIPES%s), XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
 			"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
 			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
-			d->info.queues == 1 ? "" : "s", d->info.xdp_native ? "native" : "skb",
+			d->info.queues == 1 ? "" : "s",
+			d->info.engine_threads ? "each on a thread of its own" :
+						 "run by the threads that call test()",
+			d->info.stripes, d->info.stripes == 1 ? "" : "s: its large messages cut over them",
+			d->info.stripes > 1 ? ": one per engine in turn" : "",
+			d->info.xdp_native ? "native" : "skb",
 			harp_mode_name(d->info.mode), d->info.mtu,
 			d->info.payload_max,
 			d->info.multi_buffer ? "multi-buffer: descriptor chains" : "one descriptor each",
@@ -426,6 +479,7 @@ hnccl_result_t hp_init(void **ctx, uint64_t comm_id, const struct hnccl_comm_con
 }
 
 static void comm_free(struct hp_comm *c);
+static void conns_close(struct harp_conn **conns, int n);
 
 hnccl_result_t hp_finalize(void *ctx)
 {
@@ -447,7 +501,7 @@ hnccl_result_t hp_finalize(void *ctx)
 	pthread_mutex_unlock(&g.lock);
 	while ((c = abandoned)) {
 		abandoned = c->next_connecting;
-		harp_conn__close(c->conn);
+		conns_close(c->conns, c->nconns);
 		comm_free(c);
 	}
 	free(ctx);
@@ -796,7 +850,7 @@ __attribute__((destructor)) static void comm_pool_free(void)
 	g.pool_tail = NULL;
 }
 
-static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
+static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d, int nconns)
 {
 	int nreqs = kind == HP_LISTEN ? 0 : HP_REQS, i;
 	const size_t kept = offsetof(struct hp_comm, kind);
@@ -824,6 +878,14 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 	c->next_pooled = NULL;
 	c->kind = kind;
 	c->dev = d;
+	c->nconns = nconns;
+	if (kind != HP_LISTEN && nconns > 1) {
+		c->sreqs = calloc(HP_REQS, sizeof(*c->sreqs));
+		if (!c->sreqs) {
+			comm_pool(c);
+			return NULL;
+		}
+	}
 	for (i = nreqs - 1; i >= 0; i--) {
 		c->reqs[i].comm = c;
 		c->reqs[i].next_free = c->free_reqs;
@@ -831,6 +893,7 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 	}
 	atomic_store(&c->closing, false);
 	if (!live_add(c, LIVE_COMM)) {
+		free(c->sreqs);
 		comm_pool(c);
 		return NULL;
 	}
@@ -843,12 +906,32 @@ static struct hp_comm *comm_new(enum hp_comm_kind kind, struct hp_dev *d)
 static void comm_free(struct hp_comm *c)
 {
 	(void)live_del(c, LIVE_COMM);
+	free(c->sreqs); /* nothing reads it once the comm is off the live set */
+	c->sreqs = NULL;
 	pthread_mutex_lock(&g.lock);
 	if (--g.comms == 0 && g.destroy_pending) {
 		devices_destroy();
 	}
 	pthread_mutex_unlock(&g.lock);
 	comm_pool(c);
+}
+
+static struct hp_offer *offer_of(void *handle)
+{
+	return (struct hp_offer *)((unsigned char *)handle + HARP_HANDLE_USED +
+				   sizeof(struct hp_stage));
+}
+
+/* Names a listener's comm to its stripes' hellos: unique enough to catch a connection strayed in
+ * from another comm (a check, not a secret: harp's handle and HARP_AUTH guard the rest). */
+static uint64_t comm_nonce(const struct hp_comm *c)
+{
+	static _Atomic uint64_t count;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+	       (uint64_t)(uintptr_t)c ^ (atomic_fetch_add(&count, 1) + 1) << 48;
 }
 
 hnccl_result_t hp_listen(void *ctx, int dev, void *handle, void **listen_comm)
@@ -862,7 +945,7 @@ hnccl_result_t hp_listen(void *ctx, int dev, void *handle, void **listen_comm)
 	if (!d) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
-	c = comm_new(HP_LISTEN, d);
+	c = comm_new(HP_LISTEN, d, 0);
 	if (!c) {
 		return HNCCL_SYSTEM_ERROR;
 	}
@@ -871,6 +954,11 @@ hnccl_result_t hp_listen(void *ctx, int dev, void *handle, void **listen_comm)
 		comm_free(c);
 		return hp_result(err);
 	}
+	c->stripes = d->info.stripes < 1		? 1 :
+		     d->info.stripes > HP_STRIPES_MAX ? HP_STRIPES_MAX :
+							d->info.stripes;
+	c->nonce = comm_nonce(c);
+	*offer_of(handle) = (struct hp_offer){ HP_OFFER_MAGIC, (uint32_t)c->stripes, c->nonce };
 	*listen_comm = c;
 	return HNCCL_SUCCESS;
 }
@@ -899,14 +987,100 @@ static struct hp_comm *connecting_take(uint64_t id, bool remove)
 	return c;
 }
 
+static void conns_close(struct harp_conn **conns, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		harp_conn__close(conns[i]);
+		conns[i] = NULL;
+	}
+}
+
+/* The queues a striped comm's connections run on, for its line: "0,1,2,3". */
+static void comm_queues(const struct hp_comm *c, char *out, size_t len)
+{
+	struct harp_conn_stats st;
+	size_t used = 0;
+	int s;
+
+	out[0] = 0;
+	for (s = 0; s < c->nconns && used < len; s++) {
+		if (harp_conn__stats(c->conns[s], &st)) {
+			st.queue = -1;
+		}
+		used += (size_t)snprintf(out + used, len - used, "%s%d", s ? "," : "", st.queue);
+	}
+}
+
+/*
+ * A send comm's connections: each established, then on a striped comm each one's hello sent
+ * (and taken by the peer's receive): 0 once all are, -EAGAIN before, or the first error.
+ */
+static int connect_progress(struct hp_comm *c)
+{
+	bool waiting = false;
+	int s, err, done;
+
+	for (s = 0; s < c->nconns; s++) {
+		if (c->up & 1u << s) {
+			continue;
+		}
+		err = harp_conn__establish(c->conns[s]);
+		if (err == -EAGAIN) {
+			waiting = true;
+		} else if (err) {
+			return err;
+		} else {
+			c->up |= 1u << s;
+		}
+	}
+	if (waiting || c->nconns == 1) {
+		return waiting ? -EAGAIN : 0;
+	}
+	for (s = 0; s < c->nconns; s++) {
+		if (c->hellos_done & 1u << s) {
+			continue;
+		}
+		if (!c->hello_req[s]) {
+			c->hello[s] = (struct hp_hello){ HP_HELLO_MAGIC, (uint16_t)s,
+							 (uint16_t)c->nconns, c->nonce };
+			err = harp_conn__isend(c->conns[s], &c->hello[s], sizeof(c->hello[s]),
+					       HP_HELLO_TAG, NULL, &c->hello_req[s]);
+			if (err == -EAGAIN) {
+				waiting = true;
+				continue;
+			}
+			if (err) {
+				return err;
+			}
+		}
+		err = harp_req__test(c->hello_req[s], &done, NULL);
+		if (err || done) {
+			c->hello_req[s] = NULL;
+		}
+		if (err) {
+			return err;
+		}
+		if (done) {
+			c->hellos_done |= 1u << s;
+		} else {
+			waiting = true;
+		}
+	}
+	return waiting ? -EAGAIN : 0;
+}
+
 hnccl_result_t hp_connect(void *ctx, int dev, void *handle, void **send_comm,
 			  struct hnccl_net_device_handle **dev_handle)
 {
 	static uint64_t next_id;
 	struct hp_stage *st = stage_of(handle);
+	const struct hp_offer *offer = offer_of(handle);
 	struct hp_dev *d;
 	struct hp_comm *c = NULL;
-	int err;
+	char queues[64];
+	int err, s, k;
 
 	(void)ctx;
 	(void)dev_handle; /* host device: stays NULL */
@@ -919,14 +1093,23 @@ hnccl_result_t hp_connect(void *ctx, int dev, void *handle, void **send_comm,
 		if (!d) {
 			return HNCCL_INVALID_ARGUMENT;
 		}
-		c = comm_new(HP_SEND, d);
+		/* as many connections as the listener's comm takes (a handle without an offer: one) */
+		k = offer->magic == HP_OFFER_MAGIC && offer->stripes >= 1 &&
+				    offer->stripes <= HP_STRIPES_MAX ?
+			    (int)offer->stripes :
+			    1;
+		c = comm_new(HP_SEND, d, k);
 		if (!c) {
 			return HNCCL_SYSTEM_ERROR;
 		}
-		err = harp_connect(d->ctx, (const struct harp_handle *)handle, &c->conn);
-		if (err) {
-			comm_free(c);
-			return hp_result(err);
+		c->nonce = offer->magic == HP_OFFER_MAGIC ? offer->nonce : 0;
+		for (s = 0; s < k; s++) {
+			err = harp_connect(d->ctx, (const struct harp_handle *)handle, &c->conns[s]);
+			if (err) {
+				conns_close(c->conns, s);
+				comm_free(c);
+				return hp_result(err);
+			}
 		}
 		pthread_mutex_lock(&g.lock);
 		c->stage_id = ++next_id;
@@ -936,28 +1119,146 @@ hnccl_result_t hp_connect(void *ctx, int dev, void *handle, void **send_comm,
 		st->magic = HP_STAGE_MAGIC;
 		st->id = c->stage_id;
 	}
-	err = harp_conn__establish(c->conn);
+	err = connect_progress(c);
 	if (err == -EAGAIN) {
 		return HNCCL_SUCCESS; /* NCCL calls again with this handle */
 	}
 	connecting_take(c->stage_id, true);
 	memset(st, 0, sizeof(*st));
 	if (err) {
-		harp_conn__close(c->conn);
+		conns_close(c->conns, c->nconns);
 		comm_free(c);
 		return hp_result(err);
+	}
+	if (c->nconns > 1) {
+		c->peer_rsn = 1; /* the peer's receive 0 took the hello */
+		comm_queues(c, queues, sizeof(queues));
+		HP_INFO("send comm %p: %d stripes, on queues %s", (void *)c, c->nconns, queues);
 	}
 	*send_comm = c;
 	return HNCCL_SUCCESS;
 }
 
+/* A listen comm lets go of what it accepted for the comm it has not handed out yet. */
+static void accept_reset(struct hp_comm *l)
+{
+	int i;
+
+	for (i = 0; i < l->narrived; i++) {
+		harp_conn__close(l->arrived[i]); /* its hello receive goes with it */
+		l->arrived[i] = NULL;
+		l->hello_req[i] = NULL;
+	}
+	conns_close(l->conns, HP_STRIPES_MAX);
+	l->narrived = l->nplaced = 0;
+	l->up = 0;
+}
+
+/*
+ * Arrival a of a striped comm: established, its hello received, and placed by the stripe it
+ * names. 0 once placed, -EAGAIN before, else why it cannot be.
+ */
+static int accept_place(struct hp_comm *l, int a)
+{
+	struct harp_conn *conn = l->arrived[a];
+	const struct hp_hello *h = &l->hello[a];
+	void *buf = &l->hello[a];
+	size_t cap = sizeof(l->hello[a]), got;
+	uint32_t tag = HP_HELLO_TAG;
+	int err, done;
+
+	if (!(l->up & 1u << a)) {
+		err = harp_conn__establish(conn);
+		if (err) {
+			return err;
+		}
+		l->up |= 1u << a;
+	}
+	if (!l->hello_req[a]) {
+		err = harp_conn__irecv(conn, 1, &buf, &cap, &tag, NULL, &l->hello_req[a]);
+		if (err) {
+			return err;
+		}
+	}
+	err = harp_req__test(l->hello_req[a], &done, &got);
+	if (err || !done) {
+		if (err) {
+			l->hello_req[a] = NULL;
+		}
+		return err ? err : -EAGAIN;
+	}
+	l->hello_req[a] = NULL;
+	if (got != sizeof(*h) || h->magic != HP_HELLO_MAGIC || h->nonce != l->nonce ||
+	    h->stripes != l->stripes || h->stripe >= l->stripes || l->conns[h->stripe]) {
+		HP_WARN("accept: a connection to this listener did not say which of its %d stripes "
+			"it is (%zu bytes: magic %#x, stripe %u of %u, %s comm%s); the comm fails",
+			l->stripes, got, h->magic, h->stripe, h->stripes,
+			h->nonce == l->nonce ? "this" : "another",
+			h->stripe < l->stripes && l->conns[h->stripe] ? ", a stripe taken already" :
+									 "");
+		return -EPROTO;
+	}
+	l->conns[h->stripe] = conn;
+	l->arrived[a] = NULL;
+	l->nplaced++;
+	return 0;
+}
+
+/* A striped comm: every stripe's connection accepted and placed, then handed out whole. */
+static hnccl_result_t accept_striped(struct hp_comm *l, void **recv_comm)
+{
+	struct hp_comm *c;
+	char queues[64];
+	int a, err;
+
+	while (l->narrived < l->stripes) {
+		err = harp_listener__accept(l->listener, &l->arrived[l->narrived]);
+		if (err == -EAGAIN) {
+			break;
+		}
+		if (err) {
+			return hp_result(err);
+		}
+		l->narrived++;
+	}
+	for (a = 0; a < l->narrived; a++) {
+		if (!l->arrived[a]) {
+			continue; /* placed */
+		}
+		err = accept_place(l, a);
+		if (err && err != -EAGAIN) {
+			accept_reset(l);
+			return hp_result(err);
+		}
+	}
+	if (l->nplaced < l->stripes) {
+		return HNCCL_SUCCESS;
+	}
+	c = comm_new(HP_RECV, l->dev, l->stripes);
+	if (!c) {
+		return HNCCL_SYSTEM_ERROR; /* the connections stay with the listener */
+	}
+	memcpy(c->conns, l->conns, sizeof(c->conns));
+	memset(l->conns, 0, sizeof(l->conns));
+	l->narrived = l->nplaced = 0;
+	l->up = 0;
+	comm_queues(c, queues, sizeof(queues));
+	HP_INFO("recv comm %p: %d stripes, on queues %s", (void *)c, c->nconns, queues);
+	*recv_comm = c;
+	return HNCCL_SUCCESS;
+}
+
 static hnccl_result_t accept_in(struct hp_comm *l, void **recv_comm)
 {
+	struct harp_conn **conn = &l->conns[0];
 	struct hp_comm *c;
 	int err;
 
-	if (!l->conn) {
-		err = harp_listener__accept(l->listener, &l->conn);
+	if (l->stripes > 1) {
+		return accept_striped(l, recv_comm);
+	}
+	if (!*conn) {
+		err = harp_listener__accept(l->listener, conn);
 		if (err == -EAGAIN) {
 			return HNCCL_SUCCESS;
 		}
@@ -965,21 +1266,21 @@ static hnccl_result_t accept_in(struct hp_comm *l, void **recv_comm)
 			return hp_result(err);
 		}
 	}
-	err = harp_conn__establish(l->conn);
+	err = harp_conn__establish(*conn);
 	if (err == -EAGAIN) {
 		return HNCCL_SUCCESS;
 	}
 	if (err) {
-		harp_conn__close(l->conn);
-		l->conn = NULL;
+		harp_conn__close(*conn);
+		*conn = NULL;
 		return hp_result(err);
 	}
-	c = comm_new(HP_RECV, l->dev);
+	c = comm_new(HP_RECV, l->dev, 1);
 	if (!c) {
 		return HNCCL_SYSTEM_ERROR; /* the set-up connection stays with the listener */
 	}
-	c->conn = l->conn;
-	l->conn = NULL;
+	c->conns[0] = *conn;
+	*conn = NULL;
 	*recv_comm = c;
 	return HNCCL_SUCCESS;
 }
@@ -1010,7 +1311,7 @@ hnccl_result_t hp_close_listen(void *listen_comm)
 	if (!comm_close_begin(l, HP_LISTEN, "closeListen")) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
-	harp_conn__close(l->conn); /* a peer accepted but never handed to NCCL */
+	accept_reset(l); /* peers accepted but never handed to NCCL */
 	harp_listener__close(l->listener);
 	comm_free(l);
 	return HNCCL_SUCCESS;
@@ -1025,7 +1326,7 @@ static hnccl_result_t close_conn_comm(struct hp_comm *c, enum hp_comm_kind kind,
 	if (!comm_close_begin(c, kind, call)) {
 		return HNCCL_INVALID_ARGUMENT;
 	}
-	harp_conn__close(c->conn);
+	conns_close(c->conns, c->nconns);
 	comm_free(c);
 	return HNCCL_SUCCESS;
 }
@@ -1214,6 +1515,94 @@ static void req_put(struct hp_comm *c, struct hp_req *r)
 	c->free_reqs = r;
 }
 
+/* A stripe of a striped comm failed: the comm fails as a whole, every request on it after. */
+static hnccl_result_t comm_fail(struct hp_comm *c, int s, int err)
+{
+	if (!c->err) {
+		c->err = err;
+		HP_WARN("%s comm %p: stripe %d of %d failed (%s; harp's lines say why): the comm "
+			"fails, its requests with it",
+			kind_name(c->kind), (void *)c, s, c->nconns, strerror(-err));
+	}
+	return hp_result(err);
+}
+
+static struct hp_sreq *sreq_of(struct hp_req *r)
+{
+	struct hp_sreq *q = &r->comm->sreqs[r - r->comm->reqs];
+
+	memset(q, 0, sizeof(*q));
+	return q;
+}
+
+/*
+ * A send on a striped comm: cut by the capacity of the peer's buffer of its tag (stripe.h), which
+ * stripe 0's announcements say; a NULL request ("again") until they have.
+ */
+static hnccl_result_t isend_striped(struct hp_comm *c, void *data, size_t size, int tag,
+				    struct harp_mr *mr, void **request)
+{
+	size_t caps[HP_MAX_RECVS];
+	uint32_t tags[HP_MAX_RECVS];
+	struct hp_sreq *q;
+	struct hp_req *r;
+	int nbufs, i, n, s, err;
+
+	if (c->err) {
+		return hp_result(c->err);
+	}
+	err = harp_conn__peer_recv(c->conns[0], c->peer_rsn, &nbufs, caps, tags);
+	if (err == -EAGAIN) {
+		return HNCCL_SUCCESS;
+	}
+	if (err) {
+		return comm_fail(c, 0, err);
+	}
+	for (i = 0; i < nbufs; i++) {
+		if (!(c->peer_taken & 1u << i) && tags[i] == (uint32_t)tag) {
+			break;
+		}
+	}
+	if (i == nbufs) {
+		HP_WARN("isend with tag %d: the peer's receive %u has no buffer of that tag left (%d "
+			"buffers); sends must match the peer's receives",
+			tag, c->peer_rsn, nbufs);
+		return HNCCL_INVALID_USAGE;
+	}
+	r = req_get(c);
+	if (!r) {
+		return HNCCL_SUCCESS;
+	}
+	q = sreq_of(r);
+	n = hp_stripe_count(caps[i], c->nconns);
+	for (s = 0; s < n; s++) {
+		size_t len = hp_stripe_len(caps[i], n, s, size);
+		char *at = len ? (char *)data + hp_stripe_off(caps[i], n, s) : data;
+
+		err = harp_conn__isend(c->conns[s], at, len, (uint32_t)tag, mr, &q->sub[s]);
+		if (err && s == 0) { /* nothing posted: as on a comm of one connection */
+			req_put(c, r);
+			return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
+		}
+		if (err) {
+			req_put(c, r); /* what went out on earlier stripes goes with the comm */
+			return comm_fail(c, s, err);
+		}
+	}
+	q->nsub = (uint8_t)n;
+	q->pending = (uint8_t)((1u << n) - 1);
+	q->len = size;
+	c->peer_taken |= 1u << i;
+	if (c->peer_taken == (1u << nbufs) - 1) {
+		c->peer_rsn++;
+		c->peer_taken = 0;
+	}
+	r->req = q->sub[0];
+	r->n = 1;
+	*request = r;
+	return HNCCL_SUCCESS;
+}
+
 static hnccl_result_t isend_in(struct hp_comm *c, void *data, size_t size, int tag,
 			       void *mhandle, void **request)
 {
@@ -1232,11 +1621,14 @@ static hnccl_result_t isend_in(struct hp_comm *c, void *data, size_t size, int t
 		HP_WARN("isend of %zu bytes: larger than maxP2pBytes (%llu)", size, HP_MAX_MSG);
 		return HNCCL_INVALID_ARGUMENT;
 	}
+	if (c->nconns > 1) {
+		return isend_striped(c, data, size, tag, mr, request);
+	}
 	r = req_get(c);
 	if (!r) {
 		return HNCCL_SUCCESS; /* NCCL retries */
 	}
-	err = harp_conn__isend(c->conn, data, size, (uint32_t)tag, mr, &r->req);
+	err = harp_conn__isend(c->conns[0], data, size, (uint32_t)tag, mr, &r->req);
 	if (err) {
 		req_put(c, r);
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
@@ -1261,6 +1653,64 @@ hnccl_result_t hp_isend(void *send_comm, void *data, size_t size, int tag, void 
 	return res;
 }
 
+/* A receive on a striped comm: each stripe takes its piece of every buffer cut that far. */
+static hnccl_result_t irecv_striped(struct hp_comm *c, int n, void **data, const size_t *sizes,
+				    const uint32_t *tags, struct harp_mr **mrs, void **request)
+{
+	struct hp_req *r;
+	struct hp_sreq *q;
+	int s, i, err;
+
+	if (c->err) {
+		return hp_result(c->err);
+	}
+	r = req_get(c);
+	if (!r) {
+		return HNCCL_SUCCESS;
+	}
+	q = sreq_of(r);
+	q->recv = true;
+	memcpy(q->cap, sizes, (size_t)n * sizeof(*sizes));
+	for (s = 0; s < c->nconns; s++) {
+		void *b[HP_MAX_RECVS];
+		size_t cap[HP_MAX_RECVS];
+		uint32_t t[HP_MAX_RECVS];
+		struct harp_mr *m[HP_MAX_RECVS];
+		int nb = 0;
+
+		for (i = 0; i < n; i++) {
+			int k = hp_stripe_count(sizes[i], c->nconns);
+
+			if (k <= s) {
+				continue;
+			}
+			b[nb] = (char *)data[i] + hp_stripe_off(sizes[i], k, s);
+			cap[nb] = hp_stripe_cap(sizes[i], k, s);
+			t[nb] = tags[i];
+			m[nb] = mrs[i];
+			nb++;
+		}
+		if (!nb) {
+			break; /* no buffer cut this far: nor further */
+		}
+		err = harp_conn__irecv(c->conns[s], nb, b, cap, t, m, &q->sub[s]);
+		if (err && s == 0) { /* nothing posted: as on a comm of one connection */
+			req_put(c, r);
+			return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
+		}
+		if (err) {
+			req_put(c, r); /* what earlier stripes took goes with the comm */
+			return comm_fail(c, s, err);
+		}
+		q->nsub = (uint8_t)(s + 1);
+	}
+	q->pending = (uint8_t)((1u << q->nsub) - 1);
+	r->req = q->sub[0];
+	r->n = n;
+	*request = r;
+	return HNCCL_SUCCESS;
+}
+
 static hnccl_result_t irecv_in(struct hp_comm *c, int n, void **data, const size_t *sizes,
 			       const int *tags, void **mhandles, void **request)
 {
@@ -1282,11 +1732,14 @@ static hnccl_result_t irecv_in(struct hp_comm *c, int n, void **data, const size
 		}
 		utags[i] = (uint32_t)tags[i];
 	}
+	if (c->nconns > 1) {
+		return irecv_striped(c, n, data, sizes, utags, mrs, request);
+	}
 	r = req_get(c);
 	if (!r) {
 		return HNCCL_SUCCESS;
 	}
-	err = harp_conn__irecv(c->conn, n, data, sizes, utags, mrs, &r->req);
+	err = harp_conn__irecv(c->conns[0], n, data, sizes, utags, mrs, &r->req);
 	if (err) {
 		req_put(c, r);
 		return err == -EAGAIN ? HNCCL_SUCCESS : hp_result(err);
@@ -1325,11 +1778,80 @@ hnccl_result_t hp_iflush(void *recv_comm, int n, void **data, int *sizes, void *
 	return HNCCL_SUCCESS;
 }
 
+/*
+ * A striped comm's request: done once every stripe's is. A receive's pieces must be those the
+ * sender's rule cuts from the bytes that came (stripe.h): anything else is a peer cutting
+ * differently, and fails the comm rather than leave a hole in the buffer.
+ */
+static hnccl_result_t test_striped(struct hp_req *r, int *done, int *sizes)
+{
+	struct hp_comm *c = r->comm;
+	struct hp_sreq *q = &c->sreqs[r - c->reqs];
+	size_t got[HP_MAX_RECVS], total;
+	int s, i, j, k, d, err;
+
+	if (c->err) {
+		req_put(c, r);
+		return hp_result(c->err);
+	}
+	for (s = 0; s < q->nsub; s++) {
+		if (!(q->pending & 1u << s)) {
+			continue;
+		}
+		err = harp_req__test(q->sub[s], &d, got);
+		if (err) {
+			req_put(c, r);
+			return comm_fail(c, s, err);
+		}
+		if (!d) {
+			continue;
+		}
+		q->pending &= (uint8_t)~(1u << s);
+		for (i = 0, j = 0; q->recv && i < r->n; i++) {
+			if (hp_stripe_count(q->cap[i], c->nconns) > s) {
+				q->got[s][i] = (uint32_t)got[j++];
+			}
+		}
+	}
+	if (q->pending) {
+		return HNCCL_SUCCESS;
+	}
+	for (i = 0; q->recv && i < r->n; i++) {
+		k = hp_stripe_count(q->cap[i], c->nconns);
+		for (s = 0, total = 0; s < k; s++) {
+			total += q->got[s][i];
+		}
+		for (s = 0; s < k; s++) {
+			if (q->got[s][i] != hp_stripe_len(q->cap[i], k, s, total)) {
+				HP_WARN("recv comm %p: buffer %d (%zu bytes) got %u bytes on stripe %d "
+					"where %zu in all put %zu there: the peer cuts messages "
+					"differently",
+					(void *)c, i, q->cap[i], q->got[s][i], s, total,
+					hp_stripe_len(q->cap[i], k, s, total));
+				req_put(c, r);
+				return comm_fail(c, s, -EPROTO);
+			}
+		}
+		if (sizes) {
+			sizes[i] = (int)total;
+		}
+	}
+	if (!q->recv && sizes) {
+		sizes[0] = (int)q->len;
+	}
+	*done = 1;
+	req_put(c, r);
+	return HNCCL_SUCCESS;
+}
+
 static hnccl_result_t test_in(struct hp_req *r, int *done, int *sizes)
 {
 	size_t got[HP_MAX_RECVS];
 	int err, i, n;
 
+	if (r->comm->sreqs) {
+		return test_striped(r, done, sizes);
+	}
 	err = harp_req__test(r->req, done, got);
 	if (!err && !*done) {
 		return HNCCL_SUCCESS;

@@ -278,6 +278,58 @@ static int ctx_engines(struct harp_ctx *ctx)
 	return 0;
 }
 
+/*
+ * Who runs the engines: a thread each (HARP_ENGINE_THREADS), or the callers' test() and the
+ * keeper for those nobody calls. auto gives them threads where the process may use at least
+ * 2 x engines + 2 CPUs: a core per engine with room for the callers and the peer ranks beside it.
+ * On fewer, spinning threads would take turns with the callers they serve.
+ */
+static int ctx_threads(struct harp_ctx *ctx)
+{
+	static const char *const threads_name[] = { "auto", "on", "off" };
+	int cpus = 0, q, err;
+	cpu_set_t set;
+
+	if (!sched_getaffinity(0, sizeof(set), &set)) {
+		cpus = CPU_COUNT(&set);
+	}
+	ctx->engine_threads = ctx->params.engine_threads == HARP_ENGINE_THREADS_ON ||
+			      (ctx->params.engine_threads == HARP_ENGINE_THREADS_AUTO &&
+			       cpus >= 2 * ctx->nengines + 2);
+	if (!ctx->engine_threads) {
+		pr_info("%s: %d engine%s run%s on the threads that call test() (HARP_ENGINE_THREADS=%s, "
+			"%d CPUs: a thread each takes %d)",
+			ctx->ifi.name, ctx->nengines, ctx->nengines == 1 ? "" : "s",
+			ctx->nengines == 1 ? "s" : "", threads_name[ctx->params.engine_threads],
+			cpus, 2 * ctx->nengines + 2);
+		return engine_keeper_start(&ctx->keeper, ctx->engines, ctx->nengines,
+					   ctx->params.idle_progress_us);
+	}
+	for (q = 0; q < ctx->nengines; q++) {
+		err = engine_runner_start(&ctx->engines[q], ctx->params.idle_progress_us);
+		if (err) {
+			while (q > 0) {
+				engine_runner_stop(&ctx->engines[--q]);
+			}
+			return err;
+		}
+	}
+	pr_info("%s: a thread for each of its %d engine%s (HARP_ENGINE_THREADS=%s, %d CPUs)",
+		ctx->ifi.name, ctx->nengines, ctx->nengines == 1 ? "" : "s",
+		threads_name[ctx->params.engine_threads], cpus);
+	return 0;
+}
+
+static void ctx_threads_stop(struct harp_ctx *ctx)
+{
+	int q;
+
+	engine_keeper_stop(&ctx->keeper);
+	for (q = 0; q < ctx->nengines; q++) {
+		engine_runner_stop(&ctx->engines[q]);
+	}
+}
+
 struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 {
 	struct harp_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -316,8 +368,7 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 		goto err_engines;
 	}
 	ctx_frames(ctx);
-	err = engine_keeper_start(&ctx->keeper, ctx->engines, ctx->nengines,
-				  ctx->params.idle_progress_us);
+	err = ctx_threads(ctx);
 	if (err) {
 		goto err_engines;
 	}
@@ -409,7 +460,7 @@ void harp_ctx__destroy(struct harp_ctx *ctx)
 		return;
 	}
 	ctx_drain(ctx); /* the keeper helps meanwhile */
-	engine_keeper_stop(&ctx->keeper); /* before the engines go: it may be running one */
+	ctx_threads_stop(ctx); /* before the engines go: they may be running one */
 	for (q = 0; q < ctx->nengines; q++) {
 		engine_fini(&ctx->engines[q]);
 	}
@@ -438,6 +489,11 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	snprintf(info->ifname, sizeof(info->ifname), "%s", ctx->ifi.name);
 	info->ifindex = ctx->ifi.ifindex;
 	info->queues = ctx->nengines;
+	info->engine_threads = ctx->engine_threads ? ctx->nengines : 0;
+	/* a comm over every engine when each has a thread to run it at once; else one */
+	info->stripes = ctx->params.stripes	 ? ctx->params.stripes :
+			info->engine_threads ? ctx->nengines :
+					       1;
 	info->mtu = ctx->ip_mtu;
 	info->payload_max = (int)ctx->payload_max;
 	info->multi_buffer = ctx->engines[0].port.sg;
@@ -1017,6 +1073,37 @@ int harp_conn__irecv(struct harp_conn *c, int n, void **bufs, const size_t *size
 		}
 	}
 	return submit(c, r, out);
+}
+
+int harp_conn__peer_recv(struct harp_conn *c, uint32_t rsn, int *n, size_t *caps,
+			 uint32_t *tags)
+{
+	const struct cts_group *g;
+	int i, pass, err;
+
+	if (!c || !n || !caps || !tags) {
+		return -EINVAL;
+	}
+	err = conn_usable(c);
+	if (err) {
+		return err;
+	}
+	g = &c->cts[rsn & (CONN_RECV_SLOTS - 1)];
+	for (pass = 0; pass < 2; pass++) {
+		/* acquire: pairs with deliver_cts's release, so the group's fields are whole */
+		if (atomic_load_explicit(&g->ready, memory_order_acquire) == (1ull << 32 | rsn)) {
+			*n = g->nbufs;
+			for (i = 0; i < g->nbufs; i++) {
+				caps[i] = (size_t)g->cap[i];
+				tags[i] = g->tag[i];
+			}
+			return 0;
+		}
+		if (!pass) {
+			engine_progress(c->engine); /* the CTS may wait on the socket */
+		}
+	}
+	return -EAGAIN;
 }
 
 /*

@@ -1764,6 +1764,9 @@ static int deliver_cts(struct harp_conn *c, const struct harp_hdr *h)
 	g->cap[h->buf_idx] = h->msg_len;
 	g->tag[h->buf_idx] = h->tag;
 	g->arrived++;
+	if (g->arrived == g->nbufs) {
+		atomic_store_explicit(&g->ready, 1ull << 32 | g->rsn, memory_order_release);
+	}
 	return bind_unsol(c);
 }
 

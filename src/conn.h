@@ -124,6 +124,10 @@ struct cts_group {
 	uint64_t cap[HARP_RECV_MAX_BUFS];
 	uint32_t tag[HARP_RECV_MAX_BUFS];
 	uint32_t seen_mask;
+	/* (1 << 32) | rsn once every CTS of the receive arrived (release): what another thread reads
+	 * with harp_conn__peer_recv (acquire); the fields above stay as they are until the slot is
+	 * taken by a receive CONN_RECV_SLOTS later, which the peer posts only after this one */
+	_Atomic uint64_t ready;
 };
 
 /*

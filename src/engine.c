@@ -1302,7 +1302,12 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 
 int engine_progress(struct harp_engine *e)
 {
-	int n = engine_pass(e, false);
+	int n;
+
+	if (atomic_load_explicit(&e->runner_awake, memory_order_relaxed)) {
+		return 0; /* its thread spins on it: a pass here would only take turns with it */
+	}
+	n = engine_pass(e, false);
 
 	return n < 0 ? 0 : n;
 }
@@ -1479,6 +1484,75 @@ void engine_keeper_stop(struct engine_keeper *k)
 	k->fds = NULL;
 	k->watch = NULL;
 	k->started = false;
+}
+
+static void *runner_main(void *arg)
+{
+	struct harp_engine *e = arg;
+	uint64_t last = now_ns();
+
+	/* its poll() wakes for timers 1 ms apart: the default slack of 50 us is too much */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+	while (!atomic_load_explicit(&e->runner_stop, memory_order_relaxed)) {
+		int n = engine_pass(e, true);
+		uint64_t now = now_ns(), due;
+		struct pollfd fds[2];
+		struct timespec ts;
+
+		if (n > 0) {
+			last = now;
+		}
+		if (n != 0 || now - last < RUNNER_SPIN_NS) {
+			continue; /* n < 0: a caller's pass, between our sleep and its test() seeing us */
+		}
+		due = atomic_load_explicit(&e->next_due_ns, memory_order_relaxed);
+		if (due <= now) {
+			continue;
+		}
+		due = due - now < e->runner_idle_ns ? due - now : e->runner_idle_ns;
+		ts = (struct timespec){ .tv_sec = (time_t)(due / 1000000000ull),
+					.tv_nsec = (long)(due % 1000000000ull) };
+		fds[0] = (struct pollfd){ .fd = e->port.fd, .events = POLLIN };
+		fds[1] = (struct pollfd){ .fd = e->epfd, .events = POLLIN };
+		/* callers run the passes from here on: a request posted now waits for its test() */
+		atomic_store(&e->runner_awake, false);
+		ppoll(fds, 2, &ts, NULL);
+		atomic_store(&e->runner_awake, true);
+		last = now_ns();
+	}
+	atomic_store(&e->runner_awake, false);
+	return NULL;
+}
+
+int engine_runner_start(struct harp_engine *e, int idle_us)
+{
+	char name[16];
+	int err;
+
+	e->runner_idle_ns = (uint64_t)(idle_us ? idle_us : 1000) * 1000;
+	atomic_store(&e->runner_stop, false);
+	atomic_store(&e->runner_awake, true); /* before the first test() could race it */
+	err = pthread_create(&e->runner, NULL, runner_main, e);
+	if (err) {
+		atomic_store(&e->runner_awake, false);
+		pr_err("engine thread for queue %d: pthread_create failed: %s", e->queue,
+		       strerror(err));
+		return -err;
+	}
+	snprintf(name, sizeof(name), "harp-q%d", e->queue);
+	pthread_setname_np(e->runner, name);
+	e->runner_started = true;
+	return 0;
+}
+
+void engine_runner_stop(struct harp_engine *e)
+{
+	if (!e->runner_started) {
+		return;
+	}
+	atomic_store(&e->runner_stop, true);
+	pthread_join(e->runner, NULL);
+	e->runner_started = false;
 }
 
 /*

@@ -78,6 +78,13 @@ struct harp_engine {
 	uint64_t next_timer_ns; /* when every connection's timers run next */
 	uint32_t probing; /* connections without a path yet: control sockets read every pass */
 	_Atomic uint64_t calls;	       /* passes callers (not the keeper) began */
+	/* HARP_ENGINE_THREADS: the engine's own thread (engine_runner_start) is spinning on it, so
+	 * callers leave its passes to it; false while that thread sleeps in poll(), or without one */
+	_Atomic bool runner_awake;
+	_Atomic bool runner_stop;
+	bool runner_started;
+	pthread_t runner;
+	uint64_t runner_idle_ns; /* the longest it sleeps (a timer, or a request posted meanwhile) */
 	_Atomic uint64_t next_due_ns;  /* when a pass must run next, packets aside (engine_due) */
 	uint32_t rng;
 	uint64_t kick_warned_ns; /* when a failed TX wake-up was last reported */
@@ -157,9 +164,21 @@ struct keeper_plan {
 struct keeper_plan keeper_plan(int owned, bool worked, uint64_t now, uint64_t due_ns,
 			       uint64_t idle_ns);
 
+/*
+ * Engine threads (HARP_ENGINE_THREADS): a thread of its own runs each engine, so that a rank's
+ * engines work at once, each on a core, instead of in turn on the one thread that calls test()
+ * (NCCL's proxy thread). It spins while passes find work and RUNNER_SPIN_NS after, then sleeps in
+ * poll() on the engine's sockets until a packet, a timer, or idle_us; while it sleeps, a caller's
+ * test() runs the pass itself, as without it. No keeper runs beside them.
+ */
+#define RUNNER_SPIN_NS 200000ull
+int engine_runner_start(struct harp_engine *e, int idle_us);
+void engine_runner_stop(struct harp_engine *e);
+
 int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, int busy_wait_ms);
 void engine_fini(struct harp_engine *e);
-/* Runs the engine once if no other thread is. Returns packets handled, or 0 when busy. */
+/* Runs the engine once if no other thread is, and its own thread is not awake (it runs it).
+ * Returns packets handled, or 0 when busy. */
 int engine_progress(struct harp_engine *e);
 /* Fails every connection with a request in [addr, addr+len): no pass touches it afterwards. */
 void engine_forget_region(struct harp_engine *e, const void *addr, size_t len);

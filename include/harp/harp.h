@@ -106,6 +106,8 @@ struct harp_ctx_info {
 	int conns_max;		/* HARP_CONNS_MAX: connections open at once, at most */
 	int cuda;		/* HARP_CUDA=on: the NCCL plugin takes GPU buffers */
 	int nccl_devices;	/* HARP_NCCL_DEVICES: devices the NCCL plugin shows; 0: its choice */
+	int engine_threads;	/* HARP_ENGINE_THREADS: engines running on threads of their own */
+	int stripes;		/* HARP_STRIPES: connections the NCCL plugin spreads a comm over */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 
@@ -234,6 +236,18 @@ HARP_API int harp_conn__irecv(struct harp_conn *conn, int n, void **bufs, const 
  * the request is released.
  */
 HARP_API int harp_req__test(struct harp_req *req, int *done, size_t *sizes);
+
+/*
+ * The peer's receive number rsn (the peer's irecvs on this connection count from 0, in the order
+ * posted) as its announcements (CTS) described it: 0 with *n buffers, each one's capacity and
+ * tag (room for HARP_RECV_MAX_BUFS), once all of them have arrived; -EAGAIN before (this call
+ * runs the engine once when it may). For a caller that cuts a send by the buffer it will land in
+ * (the NCCL plugin cuts large messages over several connections by the capacity the receiver
+ * posted). Call it from the connection's data thread, for a receive that the sends it posted
+ * have not all taken yet: the peer posts the receive that reuses its slot only later.
+ */
+HARP_API int harp_conn__peer_recv(struct harp_conn *conn, uint32_t rsn, int *n, size_t *caps,
+				  uint32_t *tags);
 
 struct harp_conn_stats {
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
