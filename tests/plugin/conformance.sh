@@ -7,7 +7,7 @@
 #   conformance.sh --plugin SO --driver BIN [options]
 #     --versions LIST     tables to drive, comma-separated (default 8,9,10,11,12)
 #     --scenarios LIST    comma-separated, or all (default basic,pipeline,grouped):
-#                         basic pipeline many grouped close-order peer-kill idle-peer
+#                         basic pipeline many stripes grouped close-order peer-kill idle-peer
 #                         limits init-fail copy-fail (--cuda)
 #     --only WHAT         symbols: only check the exported symbols (no root needed);
 #                         init-fail: only the init failure cases
@@ -104,7 +104,7 @@ for v in "${version_list[@]}"; do
 	[[ $v =~ ^(8|9|10|11|12)$ ]] || usage "no table version '$v' (8 to 12)"
 done
 for s in "${scenario_list[@]}"; do
-	[[ $s =~ ^(basic|pipeline|many|grouped|close-order|peer-kill|idle-peer|limits|init-fail|copy-fail)$ ]] ||
+	[[ $s =~ ^(basic|pipeline|many|stripes|grouped|close-order|peer-kill|idle-peer|limits|init-fail|copy-fail)$ ]] ||
 		usage "no scenario '$s'"
 done
 case $only in
@@ -222,6 +222,7 @@ driver_timeout() {
 	local scenario=$1 t
 	case $scenario in
 	pipeline) t=240 ;;
+	stripes) t=120 ;;
 	limits) t=120 ;;
 	*) t=60 ;;
 	esac

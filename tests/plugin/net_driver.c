@@ -47,6 +47,7 @@
 #include "net_shim.h"
 #include "rendezvous.h"
 #include "size_arg.h"
+#include "stripe.h"
 
 #define HANDLE_BYTES HNCCL_NET_HANDLE_MAXSIZE
 #define MAX_PAIRS    64
@@ -97,7 +98,7 @@ static void usage(void)
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
-		"scenarios: basic pipeline many grouped close-order peer-kill peer-freeze idle-peer\n"
+		"scenarios: basic pipeline many stripes grouped close-order peer-kill peer-freeze idle-peer\n"
 		"           init-fail copy-fail\n");
 }
 
@@ -211,8 +212,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	if (o->cuda && (o->host_only || (strcmp(o->scenario, "basic") != 0 &&
 					 strcmp(o->scenario, "pipeline") != 0 &&
 					 strcmp(o->scenario, "many") != 0 &&
+					 strcmp(o->scenario, "stripes") != 0 &&
 					 strcmp(o->scenario, "copy-fail") != 0))) {
-		fprintf(stderr, "harp-net-driver: --cuda takes basic, pipeline, many or copy-fail, "
+		fprintf(stderr, "harp-net-driver: --cuda takes basic, pipeline, many, stripes or copy-fail, "
 				"and not --host-only\n");
 		return -1;
 	}
@@ -1744,6 +1746,53 @@ static int scenario_pipeline(struct drv *d, double deadline)
 }
 
 /*
+ * stripes: on one pair, both ways, messages one byte each side of every place where a comm of 2
+ * to 8 stripes cuts buffers of three capacities (stripe.h), and the empty and full ones. Each
+ * receive is a whole slot, as NCCL posts them: every byte must land where it was sent, and none
+ * past the message's end be written (the guard bytes), whatever HARP_STRIPES the run has.
+ */
+static int scenario_stripes(struct drv *d, double deadline)
+{
+	static const size_t caps[] = { 2 * HP_STRIPE_MIN, 512 * KIB + 4097, 4 * MIB + 12345 };
+	static size_t sizes[3 * HP_STRIPES_MAX * HP_STRIPES_MAX + 4];
+	struct pair p[1] = { { 0 } };
+	int i, k, s, n, m, rc = 0;
+
+	if (drv_init(d, 0x3456) || pairs_open(d, p, 1, deadline)) {
+		pairs_close(d, p, 1);
+		return -1;
+	}
+	for (i = 0; i < 3 && !rc; i++) {
+		struct flow shape = { .window = 4, .slot_bytes = caps[i] };
+
+		m = 0;
+		sizes[m++] = 0;
+		sizes[m++] = 1;
+		for (k = 2; k <= HP_STRIPES_MAX; k++) {
+			n = hp_stripe_count(caps[i], k);
+			for (s = 1; s < n; s++) {
+				size_t off = hp_stripe_off(caps[i], n, s);
+
+				sizes[m++] = off - 1;
+				sizes[m++] = off;
+				sizes[m++] = off + 1;
+			}
+		}
+		sizes[m++] = caps[i] - 1;
+		sizes[m++] = caps[i];
+		shape.sizes = sizes;
+		shape.nsizes = m;
+		shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : (uint64_t)m;
+		note("stripes: %d messages into slots of %zu bytes", m, caps[i]);
+		rc = exchange(d, p, 0, 1, &shape, deadline);
+	}
+	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
  * many: 16 pairs over two communicators (and every device). The second half of the pairs is set
  * up by another thread while the first half carries data, as NCCL's service and proxy threads
  * do; then all pairs carry data at once.
@@ -1814,6 +1863,16 @@ static int scenario_many(struct drv *d, double deadline)
  * send comm, posted in another shuffled order; each send must land in the buffer of its tag.
  */
 #define GROUP_CAP (128 * KIB)
+/*
+ * Buffers of odd tags hold four times as much and 4 KiB more: a striped comm cuts them (and not
+ * the others) over its stripes, so one receive's stripes carry different sets of its buffers.
+ */
+#define GROUP_BIG (4 * GROUP_CAP + 4096)
+
+static size_t group_cap(int tag)
+{
+	return tag & 1 ? GROUP_BIG : GROUP_CAP;
+}
 
 struct group_round {
 	int n;
@@ -1824,8 +1883,9 @@ struct group_round {
 static size_t group_size(int round, int tag)
 {
 	static const size_t sizes[] = { 0, 1, 4095, 4096, 65536, 12345, 777, GROUP_CAP };
+	size_t size = sizes[(size_t)(round * 3 + tag) % 8];
 
-	return sizes[(size_t)(round * 3 + tag) % 8];
+	return tag & 1 ? size * 4 + (size ? 4096 : 0) : size; /* up to GROUP_BIG */
 }
 
 static void shuffle(int *v, int n, uint64_t seed)
@@ -1927,10 +1987,10 @@ static int group_post_recv(struct group_side *s)
 	for (i = 0; i < g.n; i++) {
 		size_t want = group_size(s->rposted, g.recv_tag[i]);
 
-		caps[i] = GROUP_CAP;
-		memset(s->rbuf[slot][i], 0, GROUP_CAP);
+		caps[i] = group_cap(g.recv_tag[i]);
+		memset(s->rbuf[slot][i], 0, caps[i]);
 		memset(s->rbuf[slot][i] + want, GUARD_BYTE,
-		       GROUP_CAP - want < GUARD_BYTES ? GROUP_CAP - want : GUARD_BYTES);
+		       caps[i] - want < GUARD_BYTES ? caps[i] - want : GUARD_BYTES);
 	}
 	NET_CALL(d->api.irecv(s->recv, g.n, (void **)s->rbuf[slot], caps, g.recv_tag,
 			      s->rmh[slot], d->phandle_dummy, &req));
@@ -1969,7 +2029,7 @@ static int group_check_recv(struct group_side *s, int round, const int *sizes)
 			     round, i, tag, want, bad, tag);
 			return -1;
 		}
-		for (j = want; j < GROUP_CAP && j < want + GUARD_BYTES; j++) {
+		for (j = want; j < group_cap(tag) && j < want + GUARD_BYTES; j++) {
 			if (s->rbuf[slot][i][j] != GUARD_BYTE) {
 				fail("grouped round %d buffer %d: byte %zu past its %zu bytes was "
 				     "written",
@@ -2060,21 +2120,21 @@ static int group_alloc(struct group_side *s)
 		return -1;
 	}
 	for (k = 0; k < s->nsends; k++) {
-		s->sbuf[k] = malloc(GROUP_CAP);
+		s->sbuf[k] = malloc(GROUP_BIG);
 		if (!s->sbuf[k]) {
 			fail("out of memory");
 			return -1;
 		}
-		NET_CALL(d->api.reg_mr(s->send, s->sbuf[k], GROUP_CAP, HNCCL_PTR_HOST, &s->smh[k]));
+		NET_CALL(d->api.reg_mr(s->send, s->sbuf[k], GROUP_BIG, HNCCL_PTR_HOST, &s->smh[k]));
 	}
 	for (w = 0; w < GROUP_WINDOW; w++) {
 		for (i = 0; i < MAX_GROUP; i++) {
-			s->rbuf[w][i] = malloc(GROUP_CAP);
+			s->rbuf[w][i] = malloc(GROUP_BIG);
 			if (!s->rbuf[w][i]) {
 				fail("out of memory");
 				return -1;
 			}
-			NET_CALL(d->api.reg_mr(s->recv, s->rbuf[w][i], GROUP_CAP, HNCCL_PTR_HOST,
+			NET_CALL(d->api.reg_mr(s->recv, s->rbuf[w][i], GROUP_BIG, HNCCL_PTR_HOST,
 					       &s->rmh[w][i]));
 		}
 	}
@@ -2716,6 +2776,9 @@ static int run_scenario(struct drv *d, double deadline)
 	}
 	if (!strcmp(s, "many")) {
 		return scenario_many(d, deadline);
+	}
+	if (!strcmp(s, "stripes")) {
+		return scenario_stripes(d, deadline);
 	}
 	if (!strcmp(s, "grouped")) {
 		return scenario_grouped(d, deadline);
