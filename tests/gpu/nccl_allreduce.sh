@@ -5,7 +5,11 @@
 # look like two nodes (NCCL_HOSTID differs per rank), each in its own network namespace, joined
 # by a veth pair. All-reduce and all-gather (torch.distributed) run through four transports, one
 # after the other on the same veth:
-#   harp        NCCL_NET_PLUGIN=harp, host buffers (NCCL stages GPU data: HARP_CUDA off)
+#   harp        NCCL_NET_PLUGIN=harp, host buffers (NCCL stages GPU data: HARP_CUDA off); where
+#               the rank may use 2 x queues + 2 CPUs each engine runs on a thread of its own and
+#               each comm stripes over every engine (HARP_ENGINE_THREADS, HARP_STRIPES: auto)
+#   harp-serial the same with HARP_ENGINE_THREADS=off: the engines take turns on NCCL's proxy
+#               thread and a comm has one connection (harp before engine threads and stripes)
 #   harp-cuda   the same with HARP_CUDA=on: GPU buffers copied straight into harp's frames
 #               (NCCL_NET_GDR_LEVEL=SYS: veth has no PCI path, so NCCL would not use them)
 #   socket      NCCL's own socket transport at its defaults
@@ -17,7 +21,8 @@
 #                               [--iters N] [--out F] [--logs DIR]
 #     --sizes  default 1K,4K,16K,64K,256K,1M,4M,16M,64M,256M
 #     --queues queue pairs of the veth pair (default 1; harp uses them all)
-#     --cases  default harp,harp-cuda,socket,socket16   --ops  default allreduce,allgather
+#     --cases  default harp,harp-serial,harp-cuda,socket,socket16
+#     --ops    default allreduce,allgather
 #     --iters  timed iterations a size (default 10; 3 warm-up ones before them)
 #     --out    rank 0's figures appended as harp-gpu/1 records, the form perf/gpu/ keeps for the
 #              results page (perf/results_page.py gpu perf/RESULTS.md)
@@ -35,7 +40,7 @@ root=$(cd "$here/../.." && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$root/tests/netns/lib.sh"
 
-sizes=1K,4K,16K,64K,256K,1M,4M,16M,64M,256M mtu=1500 cases=harp,harp-cuda,socket,socket16
+sizes=1K,4K,16K,64K,256K,1M,4M,16M,64M,256M mtu=1500 cases=harp,harp-serial,harp-cuda,socket,socket16
 ops=allreduce,allgather out="" queues=1 iters=10 logs=""
 while (($#)); do
 	case $1 in
@@ -120,12 +125,13 @@ env_of=()
 case_env() {
 	case $1 in
 	harp) env_of=(NCCL_NET_PLUGIN=harp) ;;
+	harp-serial) env_of=(NCCL_NET_PLUGIN=harp HARP_ENGINE_THREADS=off) ;;
 	harp-cuda) env_of=(NCCL_NET_PLUGIN=harp HARP_CUDA=on NCCL_NET_GDR_LEVEL=SYS) ;;
 	socket) env_of=(NCCL_NET_PLUGIN=none NCCL_NET=Socket) ;;
 	socket16) env_of=(NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_SOCKET_NTHREADS=4
 		NCCL_NSOCKS_PERTHREAD=4) ;;
 	*)
-		echo "nccl_allreduce: no case '$1' (harp, harp-cuda, socket, socket16)" >&2
+		echo "nccl_allreduce: no case '$1' (harp, harp-serial, harp-cuda, socket, socket16)" >&2
 		exit 2
 		;;
 	esac
@@ -135,7 +141,7 @@ case_env() {
 proves() {
 	local log=$tmp/$1-$2.rank0.nccl want
 	case $1 in
-	harp | harp-cuda) want='Using network HARP' ;;
+	harp | harp-serial | harp-cuda) want='Using network HARP' ;;
 	*) want='Using network Socket' ;;
 	esac
 	if ! grep -q "$want" "$log" 2>/dev/null; then
