@@ -31,6 +31,10 @@
 #     --driver-args WORDS more arguments for both drivers (e.g. --cuda)
 #     --client-args WORDS more arguments for the client's driver only
 #     --expect-log TEXT   each side's log must hold a line with TEXT
+#     --hop PROFILE       A and B joined through a forwarding namespace M instead (topo_hop:
+#                         M hashes each flow to a queue of the next hop, as an RSS NIC does),
+#                         which impairs every UDP packet by PROFILE (lib.sh hop_impair: none,
+#                         drop1, drop5, reorder, dup2, corrupt, ratecap, all); one device only
 #
 # The scenarios are described in net_driver.c. init-fail runs three cases per version: an
 # interface that does not exist, HARP_QUEUES=abc and an unknown HARP_FOO=1; each must make init
@@ -72,7 +76,7 @@ usage() {
 
 plugin="" driver="" versions="8,9,10,11,12" scenarios="basic,pipeline,grouped" only=""
 use_valgrind=0 queues=1 devices=1 client_env="" load_as="" peer_timeout_ms=2000 mtu=1500
-both_env="" driver_args="" client_args="" expect_log=""
+both_env="" driver_args="" client_args="" expect_log="" hop=""
 while (($#)); do
 	case $1 in
 	--plugin) plugin=${2:?} && shift ;;
@@ -91,6 +95,7 @@ while (($#)); do
 	--driver-args) driver_args=${2:?} && shift ;;
 	--client-args) client_args=${2:?} && shift ;;
 	--expect-log) expect_log=${2:?} && shift ;;
+	--hop) hop=${2:?} && shift ;;
 	*) usage "unknown option '$1'" ;;
 	esac
 	shift
@@ -117,6 +122,7 @@ esac
 	usage "--mtu must be 1280 to 16384 (got '$mtu')"
 [[ $queues =~ ^[1-9]$ && $devices =~ ^[12]$ ]] ||
 	usage "--queues must be 1 to 9 and --devices 1 or 2 (got '$queues' and '$devices')"
+[[ -z $hop || $devices == 1 ]] || usage "--hop takes one device (got --devices $devices)"
 if [[ -z $plugin || ! -f $plugin ]]; then
 	echo "conformance: no plugin at '$plugin' (--plugin)" >&2
 	exit 1
@@ -191,6 +197,11 @@ harness_cleanup_extra() {
 # /24 in 198.19/16 and names that extend the first's, so HARP_IFNAME=$if_a (a prefix, as in
 # NCCL_SOCKET_IFNAME) matches both, first pair first.
 make_topology() {
+	if [[ -n $hop ]]; then
+		topo_hop "$mtu" "$queues" || return
+		hop_impair "$hop" || return
+		return
+	fi
 	topo_pair "$mtu" "$queues" || return
 	if ((devices == 2)); then
 		topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" "$mtu" "$queues"
