@@ -66,6 +66,10 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		pr_warn("HARP_FAULT_ZC_STALL_MS=%d is ignored: this build has no fault injector",
 			p->fault_zc_stall_ms);
 	}
+	if (p->fault_deaf_conn) {
+		pr_warn("HARP_FAULT_DEAF_CONN=%d is ignored: this build has no fault injector",
+			p->fault_deaf_conn);
+	}
 	if (p->fault_zc_tx_corrupt_ms) {
 		pr_warn("HARP_FAULT_ZC_TX_CORRUPT_MS=%d is ignored: this build has no fault injector",
 			p->fault_zc_tx_corrupt_ms);

@@ -348,7 +348,31 @@ static bool fault_drop(struct harp_engine *e)
 	e->rng = x;
 	return x % 1000000u < (uint32_t)e->env.params->fault_drop_ppm;
 }
+
+/* HARP_FAULT_DEAF_CONN: one connection (by id slot) stops hearing anything, mid-transfer. */
+static bool fault_deaf(struct harp_engine *e, const struct harp_conn *c)
+{
+	int slot = e->env.params->fault_deaf_conn;
+
+	if (!slot || (int)(c->id & (HARP_MAX_CONNS - 1)) != slot || c->stats.rx_packets < 256) {
+		return false;
+	}
+	if (!e->fault_deaf_said) {
+		e->fault_deaf_said = true;
+		pr_info("conn %u: HARP_FAULT_DEAF_CONN: every packet it receives is dropped from now "
+			"on",
+			c->id);
+	}
+	return true;
+}
 #else
+static bool fault_deaf(struct harp_engine *e, const struct harp_conn *c)
+{
+	(void)e;
+	(void)c;
+	return false;
+}
+
 static bool fault_drop(struct harp_engine *e)
 {
 	(void)e;
@@ -412,6 +436,9 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
 			return;
 		}
 		e->stats.rx_unknown_conn++;
+		return;
+	}
+	if (fault_deaf(e, c)) {
 		return;
 	}
 	/* HARP_AUTH: nothing of a frame is applied before its MAC holds and its counter is new; a

@@ -92,6 +92,7 @@ struct harp_engine {
 	uint64_t rx_last_ns;	     /* when the socket last delivered a packet (or opened) */
 	uint64_t zc_opened_ns;	     /* when the zero-copy socket opened (the stall faults) */
 	bool fault_tx_corrupt;	     /* HARP_FAULT_ZC_TX_CORRUPT_MS has begun */
+	bool fault_deaf_said;	     /* HARP_FAULT_DEAF_CONN's line was printed */
 	bool silence_reports; /* a peer's CHAN_SILENT came for a connection here (zc_watch) */
 	uint64_t probe_answer_ns; /* how long its connections' probe rounds waited for answers */
 	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */

@@ -7,8 +7,8 @@
 #   conformance.sh --plugin SO --driver BIN [options]
 #     --versions LIST     tables to drive, comma-separated (default 8,9,10,11,12)
 #     --scenarios LIST    comma-separated, or all (default basic,pipeline,grouped):
-#                         basic pipeline many stripes grouped close-order peer-kill idle-peer
-#                         limits init-fail copy-fail (--cuda)
+#                         basic pipeline many stripes stripe-kill grouped close-order peer-kill
+#                         idle-peer limits init-fail copy-fail (--cuda)
 #     --only WHAT         symbols: only check the exported symbols (no root needed);
 #                         init-fail: only the init failure cases
 #     --queues N          veth queues, and HARP_QUEUES=N for both sides (default 1)
@@ -70,7 +70,7 @@ usage() {
 	if (($#)); then
 		echo "conformance: $*" >&2
 	fi
-	sed -n '4,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,37s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -109,7 +109,7 @@ for v in "${version_list[@]}"; do
 	[[ $v =~ ^(8|9|10|11|12)$ ]] || usage "no table version '$v' (8 to 12)"
 done
 for s in "${scenario_list[@]}"; do
-	[[ $s =~ ^(basic|pipeline|many|stripes|grouped|close-order|peer-kill|idle-peer|limits|init-fail|copy-fail)$ ]] ||
+	[[ $s =~ ^(basic|pipeline|many|stripes|stripe-kill|grouped|close-order|peer-kill|idle-peer|limits|init-fail|copy-fail)$ ]] ||
 		usage "no scenario '$s'"
 done
 case $only in
@@ -367,6 +367,10 @@ run_pair() {
 		"client_seconds=$(key "$dir/client.out" seconds)" \
 		"goodput_gbps=$(key "$dir/client.out" goodput_gbps)" \
 		"result=$( ((fail > before)) && echo FAIL || echo PASS)"
+	if grep -q '^stripe_kill_' "$dir/client.out"; then # what failed, what went on
+		echo "conformance: case=$name client:" \
+			"$(sed -n 's/^stripe_kill_//p' "$dir/client.out" | tr '\n' ' ')"
+	fi
 	if grep -q '^cuda_' "$dir/client.out"; then # --cuda: the stand-in's counts
 		echo "conformance: case=$name client GPU copies:" \
 			"$(sed -n 's/^cuda_//p' "$dir/client.out" | tr '\n' ' ')"

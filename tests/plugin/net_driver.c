@@ -98,7 +98,7 @@ static void usage(void)
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
-		"scenarios: basic pipeline many stripes grouped close-order peer-kill peer-freeze idle-peer\n"
+		"scenarios: basic pipeline many stripes stripe-kill grouped close-order peer-kill peer-freeze idle-peer\n"
 		"           init-fail copy-fail\n");
 }
 
@@ -981,6 +981,8 @@ struct flow {
 	/* sends past complete have no receive on the peer: a plugin may hold them back (a NULL
 	 * request, as NCCL's IB transport and a striped harp comm do), so they need not post */
 	bool post_may_wait;
+	bool aborted;	   /* peer_may_abort: an error ended it */
+	double aborted_at; /* when (rdv_now) */
 	uint64_t total;	     /* messages to post; UINT64_MAX: until an error */
 	uint64_t complete;   /* of those, how many must complete (the rest may stay out) */
 	unsigned char *region; /* the slots, one after another, registered once (as NCCL does) */
@@ -1119,6 +1121,9 @@ static int flow_error(struct flow *f, const char *call, uint64_t k, hnccl_result
 		note("pair %d %s msg %" PRIu64 ": %s returned %d (%s): the peer has closed it",
 		     f->pair, f->recv ? "recv" : "send", k, call, res, net_res_name(res));
 		f->total = f->posted;
+		f->complete = f->done; /* nothing more to wait for on a comm that failed */
+		f->aborted = true;
+		f->aborted_at = rdv_now();
 		return 0;
 	}
 	if (d->expect_error) {
@@ -1787,6 +1792,79 @@ static int scenario_stripes(struct drv *d, double deadline)
 		rc = exchange(d, p, 0, 1, &shape, deadline);
 	}
 	if (pairs_close(d, p, 1)) {
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * stripe-kill (a fault-injection build; the script gives the client HARP_FAULT_DEAF_CONN=1): two
+ * pairs, set up one after the other, so that the client's first connection is one of pair 0's
+ * stripes. Mid-transfer it hears nothing more. Pair 0 must fail on this side (one of its comms
+ * with ncclRemoteError or ncclSystemError, within the peer timeout: nothing hangs), while pair 1,
+ * on the same engines, carries all of its messages, each verified.
+ */
+#define KILL_MESSAGES 400
+
+static int scenario_stripe_kill(struct drv *d, double deadline)
+{
+	struct pair p[2] = { { 0 } };
+	struct flow fl[2][2], *run[4];
+	struct flow shape = { .window = 8, .slot_bytes = 512 * KIB };
+	double started;
+	int i, rc;
+
+	if (drv_init(d, 0x4567) || pairs_exchange(d, p, 2, deadline) ||
+	    pairs_connect(d, p, 0, 1, deadline) || pairs_connect(d, p, 1, 2, deadline)) {
+		pairs_close(d, p, 2);
+		return -1;
+	}
+	shape.total = shape.complete = d->o.messages ? (uint64_t)d->o.messages : KILL_MESSAGES;
+	memset(fl, 0, sizeof(fl));
+	for (i = 0; i < 2; i++) {
+		flows_of_pair(d, &p[i], i, &fl[i][0], &fl[i][1], &shape);
+		run[2 * i] = &fl[i][0];
+		run[2 * i + 1] = &fl[i][1];
+	}
+	for (i = 0; i < 2; i++) {
+		fl[0][i].peer_may_abort = true; /* pair 0 may fail, with the error of a dead stripe */
+	}
+	rc = 0;
+	for (i = 0; i < 4 && !rc; i++) {
+		rc = flow_setup(run[i]);
+	}
+	started = rdv_now();
+	if (!rc) {
+		rc = run_flows(d, run, 4, deadline);
+	}
+	if (!rc && fl[1][0].done + fl[1][1].done != 2 * shape.total) {
+		fail("stripe-kill: pair 1 completed %" PRIu64 " and %" PRIu64 " of %" PRIu64
+		     " messages",
+		     fl[1][0].done, fl[1][1].done, shape.total);
+		rc = -1;
+	}
+	if (!rc && !d->o.server && !fl[0][0].aborted && !fl[0][1].aborted) {
+		fail("stripe-kill: pair 0 did not fail (its first stripe deaf: is this a fault "
+		     "injection build, with HARP_FAULT_DEAF_CONN=1?)");
+		rc = -1;
+	}
+	if (!rc) {
+		for (i = 0; i < 2; i++) {
+			printf("stripe_kill_pair0_%s=%" PRIu64 "%s", i ? "received" : "sent",
+			       fl[0][i].done, fl[0][i].aborted ? "" : "\n");
+			if (fl[0][i].aborted) {
+				printf(" (failed %.0f ms after the start)\n",
+				       (fl[0][i].aborted_at - started) * 1000);
+			}
+		}
+		printf("stripe_kill_pair1=%" PRIu64 "+%" PRIu64 "\n", fl[1][0].done, fl[1][1].done);
+	}
+	for (i = 0; i < 4; i++) {
+		if (flow_teardown(run[i])) {
+			rc = -1;
+		}
+	}
+	if (pairs_close(d, p, 2)) {
 		rc = -1;
 	}
 	return rc;
@@ -2780,6 +2858,9 @@ static int run_scenario(struct drv *d, double deadline)
 	if (!strcmp(s, "stripes")) {
 		return scenario_stripes(d, deadline);
 	}
+	if (!strcmp(s, "stripe-kill")) {
+		return scenario_stripe_kill(d, deadline);
+	}
 	if (!strcmp(s, "grouped")) {
 		return scenario_grouped(d, deadline);
 	}
@@ -2862,6 +2943,7 @@ static void thread_names(void)
 static bool warns_expected(const struct drv *d)
 {
 	return !strcmp(d->o.scenario, "close-order") || !strcmp(d->o.scenario, "peer-kill") ||
+	       !strcmp(d->o.scenario, "stripe-kill") ||
 	       !strcmp(d->o.scenario, "peer-freeze") ||
 	       !strcmp(d->o.scenario, "init-fail") || !strcmp(d->o.scenario, "copy-fail");
 }
