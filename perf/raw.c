@@ -19,7 +19,9 @@
  * With --pingpong N the client measures the link's latency floor instead: it sends one frame,
  * waits for the server to send it back (the server echoes every frame tagged for it, addresses
  * swapped, payload copied into a fresh frame as harp's engine copies a message), checks the echo
- * the same way, and times each round trip: N of them after --warmup untimed ones.
+ * the same way, and times each round trip: N of them after --warmup untimed ones. With --burst F
+ * each round trip is F frames each way, the server's F echoes leaving together once all F came:
+ * the floor of a ping-pong of F-frame messages.
  *
  * They meet through files in --dir: the server writes raw.server.ready (its token, address, UDP
  * port base and queues) once its sockets are bound; the client writes raw.client.done (frames sent
@@ -74,6 +76,7 @@
 /* IP packet bytes in front of the payload: IPv4, UDP and harp headers */
 #define RAW_HDRS (HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 #define RAW_FRAME_MIN (RAW_HDRS + 8) /* smallest --frame-size: 8 bytes of payload */
+#define RAW_BURST_MAX 256		    /* --burst: at most a TX batch */
 
 struct raw_opts {
 	bool server;
@@ -82,6 +85,7 @@ struct raw_opts {
 	int frame_size; /* IP packet bytes; 0: the IP MTU harp uses (ping-pong: 8 bytes of payload) */
 	int pingpong;	/* client: timed round trips; 0: stream */
 	int warmup;	/* client: untimed round trips before them */
+	int burst;	/* frames each round trip sends and gets back: a message of that many */
 };
 
 /* One queue's socket and what went through it. */
@@ -152,6 +156,8 @@ static void raw_usage(FILE *out)
 		"  --pingpong N    client: time N round trips of one frame instead, after\n"
 		"                  --warmup W untimed ones (default 100); server: echo every frame\n"
 		"                  that asks, and expect N + W of them\n"
+		"  --burst F       both: each round trip is F frames each way (a message of F\n"
+		"                  frames; the server sends its F echoes once all F came), default 1\n"
 		"  --frame-size B  client: IP packet bytes per frame (default: harp's IP MTU);\n"
 		"                  server: the size every frame must have (default: any one)\n"
 		"  --peer IP       client: the server's IPv4 (default: its ready mark's)\n"
@@ -244,6 +250,7 @@ static int raw_parse_args(int argc, char **argv, struct raw_opts *o)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "pingpong", required_argument, NULL, 'P' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "burst", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -254,6 +261,7 @@ static int raw_parse_args(int argc, char **argv, struct raw_opts *o)
 	o->seconds = 3;
 	o->timeout_s = 120;
 	o->warmup = 100;
+	o->burst = 1;
 	optind = 1;
 	opterr = 0;
 	while (!err && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -291,6 +299,9 @@ static int raw_parse_args(int argc, char **argv, struct raw_opts *o)
 			break;
 		case 'w':
 			err = parse_int("--warmup", optarg, 0, 10000000, &o->warmup);
+			break;
+		case 'B':
+			err = parse_int("--burst", optarg, 1, RAW_BURST_MAX, &o->burst);
 			break;
 		case 'h':
 			raw_usage(stdout);
@@ -1111,14 +1122,14 @@ static uint32_t raw_rx_drain(struct raw_run *r, struct raw_queue *rq)
 
 /* ---- ping-pong ------------------------------------------------------------------------------- */
 
-/* Client: one frame out, and its echo back (bounded by RAW_ECHO_WAIT_MS). */
+/* Client: --burst frames out, and every echo back (bounded by RAW_ECHO_WAIT_MS). */
 static int raw_round_trip(struct raw_run *r, struct raw_queue *rq, uint32_t body, int k)
 {
 	uint64_t t0 = now_ns();
 	int err;
 
 	raw_tx_reclaim(rq);
-	if (raw_tx_fill(r, rq, body, 1, RAW_TAG_ECHO) != 1) {
+	if (raw_tx_fill(r, rq, body, (uint32_t)r->o.burst, RAW_TAG_ECHO) != (uint32_t)r->o.burst) {
 		raw_err("round trip %d: no room in the TX ring or no free frame", k);
 		return -ENOBUFS;
 	}
@@ -1129,7 +1140,7 @@ static int raw_round_trip(struct raw_run *r, struct raw_queue *rq, uint32_t body
 		}
 		raw_rx_drain(r, rq);
 		if (rq->rx_seq == rq->seq) {
-			return 0; /* the echo of the frame just sent passed every check */
+			return 0; /* the echo of the last frame sent passed every check, in order */
 		}
 		if (raw_stop) {
 			return -EINTR;
@@ -1175,14 +1186,15 @@ static int raw_client_pingpong(struct raw_run *r, int frame_bytes)
 	raw_report_common(&rep, r, "client", (uint64_t)(k - (err != 0)), frame_bytes,
 			  t_end - t_start, cpu_seconds() - cpu0);
 	report_str(&rep, "mode", "pingpong");
-	report_int(&rep, "size", body);
+	report_int(&rep, "size", (int64_t)body * r->o.burst);
+	report_int(&rep, "burst", r->o.burst);
 	report_int(&rep, "iters", r->o.pingpong);
 	report_bool(&rep, "verified", !err && !rq->bad && !rq->backwards);
 	report_int(&rep, "rx_bad", (int64_t)rq->bad);
 	if (!err) {
 		char what[64];
 
-		snprintf(what, sizeof(what), "raw pingpong %6d B", (int)body);
+		snprintf(what, sizeof(what), "raw pingpong %6d B", (int)body * r->o.burst);
 		report_latency(&rep, what, rtt, r->o.pingpong);
 	}
 	free(rtt);
@@ -1306,8 +1318,10 @@ static int raw_server_loop(struct raw_run *r, struct raw_done *dm, struct raw_rx
 	next_tick = c->start_ns;
 	while (!raw_stop) {
 		for (q = 0; q < r->nqueues; q++) {
+			/* echoes leave a whole --burst at a time, as a reply that waited for the
+			 * whole message would */
 			if (raw_rx_drain(r, &r->q[q]) && r->q[q].port.tx_pending &&
-			    raw_tx_kick(r, &r->q[q])) {
+			    r->q[q].echoed % (uint64_t)r->o.burst == 0 && raw_tx_kick(r, &r->q[q])) {
 				return -EIO;
 			}
 		}
@@ -1439,9 +1453,12 @@ static int raw_server(struct raw_run *r)
 	frame_bytes = raw_rx_frame_bytes(r);
 	sizes_ok = raw_rx_sizes_ok(r, &dm, frame_bytes);
 	verified = !err && good > 0 && bad == 0 && sizes_ok;
-	if (r->o.pingpong && raw_echoed(r) != (uint64_t)r->o.pingpong + (uint64_t)r->o.warmup) {
-		raw_err("echoed %" PRIu64 " frames; --pingpong %d and --warmup %d make %d",
-			raw_echoed(r), r->o.pingpong, r->o.warmup, r->o.pingpong + r->o.warmup);
+	if (r->o.pingpong && raw_echoed(r) != ((uint64_t)r->o.pingpong + (uint64_t)r->o.warmup) *
+							      (uint64_t)r->o.burst) {
+		raw_err("echoed %" PRIu64 " frames; --pingpong %d and --warmup %d of --burst %d make "
+			"%d",
+			raw_echoed(r), r->o.pingpong, r->o.warmup, r->o.burst,
+			(r->o.pingpong + r->o.warmup) * r->o.burst);
 		verified = false;
 	}
 	raw_report_common(&rep, r, "server", good, frame_bytes > 0 ? frame_bytes : 0,

@@ -158,10 +158,15 @@ def veth_rows(recs, cfg):
     sizes = sorted({r["size"] for r in C.pick(recs, tool="harp-perf", test="pingpong",
                                                role="client", label="latency", mtu=mtu0)
                     if (r.get("size") or 0) >= 65536})
+    # raw AF_XDP's floor of the first large size: as many full frames each way, the replies
+    # leaving once the whole message came (harp-perf raw --burst)
+    raw_large = C.one(recs, tool="harp-perf", test="raw", role="client",
+                      label="latency-raw-large", mtu=mtu0)
     for s in sizes[:1] + sizes[-1:] if len(sizes) > 1 else sizes:
         rows.append(Row("round trip p50, %s, MTU %d (us)" % (C.human_size(s), mtu0), "lower",
                         [field(pingpong(recs, p, "latency", size=s, mtu=mtu0), "p50_us")
-                         for p, _ in ims]))
+                         for p, _ in ims], None,
+                        field(raw_large, "p50_us") if s == sizes[0] else None))
     tp = C.one(recs, tool="sockperf", test="msgrate", role="client", mtu=mtu0)
     rows.append(Row("64 B messages per second, MTU %d" % mtu0, "higher",
                     [field(C.one(recs, tool="harp-perf", test="msgrate", role="server", size=64,
