@@ -1752,7 +1752,8 @@ static int deliver_cts(struct harp_conn *c, const struct harp_hdr *h)
 		if (g->valid) {
 			return -EPROTO; /* the peer exceeded its outstanding receives */
 		}
-		memset(g, 0, sizeof(*g));
+		/* all but ready, which the data thread may be reading (harp_conn__peer_recv) */
+		memset(g, 0, offsetof(struct cts_group, ready));
 		g->valid = true;
 		g->rsn = h->rsn;
 		g->nbufs = h->nbufs;
