@@ -566,7 +566,8 @@ hnccl_result_t hp_properties(int dev, struct hp_props *p)
 	p->ptr_support = HNCCL_PTR_HOST | (d->cuda ? HNCCL_PTR_CUDA : 0);
 	p->speed = v->speed;
 	p->latency = 0;
-	p->max_comms = d->info.conns_max; /* HARP_CONNS_MAX: the next connection fails */
+	/* HARP_CONNS_MAX connections, the next one fails; a comm takes one per stripe */
+	p->max_comms = d->info.conns_max / (d->info.stripes > 1 ? d->info.stripes : 1);
 	p->max_recvs = HP_MAX_RECVS;
 	p->max_p2p_bytes = HP_MAX_MSG;
 	p->max_coll_bytes = HP_MAX_MSG;

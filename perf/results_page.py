@@ -240,17 +240,25 @@ def allreduce_rows(recs, cfg):
 
 def scale_rows(recs, cfg):
     """All-reduce of 2 ranks against the channel count (perf/run's scale case, labels
-    scale-cC), each channel count on as many queues."""
+    scale-cC), each channel count on as many queues; harp alone also with one channel striped
+    over C queues (scale-sC) and with a thread for each engine (scale-tC)."""
     ims = impls(cfg)
     keys = set()
     for r in C.pick(recs, tool="harp-perf", test="allreduce", role="rank"):
-        m = re.match(r"scale-c(\d+)$", r.get("label") or "")
+        m = re.match(r"scale-([cst])(\d+)$", r.get("label") or "")
         if m and r.get("size"):
-            keys.add((r["size"], int(m.group(1))))
-    return [Row("2 ranks, %s, %d channel%s on %d queue%s (busbw GB/s)" % (
-        C.human_size(s), c, "" if c == 1 else "s", c, "" if c == 1 else "s"), "higher",
-        [slowest_busbw(recs, "%sscale-c%d" % (p, c), 2, s) for p, _ in ims])
-        for s, c in sorted(keys)]
+            keys.add((r["size"], int(m.group(2)), "cst".index(m.group(1))))
+    rows = []
+    for s, c, k in sorted(keys):
+        plural = "" if c == 1 else "s"
+        what = ("%d channel%s on %d queue%s" % (c, plural, c, plural),
+                "1 channel striped over %d queues (HARP_STRIPES=%d)" % (c, c),
+                "%d channels, engine threads on" % c)[k]
+        label = "scale-%s%d" % ("cst"[k], c)
+        rows.append(Row("2 ranks, %s, %s (busbw GB/s)" % (C.human_size(s), what), "higher",
+                        [slowest_busbw(recs, p + label, 2, s) if k == 0 or not p else None
+                         for p, _ in ims]))
+    return rows
 
 
 def headline_rows(recs, cfg):
@@ -540,7 +548,10 @@ def write_page(path, run_dir, recs, cfg, notes):
                  "C queues, as a ring of C channels (`harp-perf allreduce --conns C`: a "
                  "connection each way per channel, the pieces dealt round them, as NCCL's "
                  "channels); harp runs an engine a queue, NCCL's socket transport a socket a "
-                 "channel. The machine's cores bound what more channels can add.",
+                 "channel. harp alone also runs one channel cut over the C engines "
+                 "(`HARP_STRIPES=C`) and C channels with a thread for each engine "
+                 "(`HARP_ENGINE_THREADS=on`, which by default needs 2 x C + 2 CPUs). The "
+                 "machine's cores bound what more channels can add.",
                  scale_rows(recs, cfg), False)]
     for title, about, rows, with_kernel in sections:
         if rows:

@@ -666,6 +666,20 @@ static int mark_wait(struct drv *d, const char *name, double deadline)
 
 /* ---- init and properties --------------------------------------------------------------------- */
 
+/* maxComms: HARP_CONNS_MAX over the stripes of a comm (1..8; HARP_STRIPES names them if set). */
+static bool max_comms_ok(int max_comms)
+{
+	int conns = getenv("HARP_CONNS_MAX") ? atoi(getenv("HARP_CONNS_MAX")) : 4095;
+	int set = getenv("HARP_STRIPES") ? atoi(getenv("HARP_STRIPES")) : 0, s;
+
+	for (s = 1; s <= HP_STRIPES_MAX; s++) {
+		if ((!set || s == set) && max_comms == conns / s) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static int check_properties(struct drv *d, int dev, bool print)
 {
 	struct net_props a, b;
@@ -724,10 +738,15 @@ static int check_properties(struct drv *d, int dev, bool print)
 		     a.speed, a.max_comms, (double)a.latency);
 		return -1;
 	}
-	/* maxComms is what the plugin takes: HARP_CONNS_MAX (default 4095), not a round number */
-	if (a.max_comms != (getenv("HARP_CONNS_MAX") ? atoi(getenv("HARP_CONNS_MAX")) : 4095)) {
-		fail("getProperties(%d): maxComms %d, expected HARP_CONNS_MAX (%s)", dev, a.max_comms,
-		     getenv("HARP_CONNS_MAX") ? getenv("HARP_CONNS_MAX") : "4095 by default");
+	/* maxComms is what the plugin takes: HARP_CONNS_MAX (default 4095), not a round number,
+	 * shared by each comm's stripes (HARP_STRIPES, or by default one per engine where the
+	 * engines have threads) */
+	if (!max_comms_ok(a.max_comms)) {
+		fail("getProperties(%d): maxComms %d, expected HARP_CONNS_MAX (%s) over the stripes "
+		     "of a comm (HARP_STRIPES=%s)",
+		     dev, a.max_comms,
+		     getenv("HARP_CONNS_MAX") ? getenv("HARP_CONNS_MAX") : "4095 by default",
+		     getenv("HARP_STRIPES") ? getenv("HARP_STRIPES") : "unset");
 		return -1;
 	}
 	if (a.net_device_type != HNCCL_NET_DEVICE_HOST ||
