@@ -261,6 +261,33 @@ def scale_rows(recs, cfg):
     return rows
 
 
+def floor_section(veth, cfg):
+    """How far harp is from raw AF_XDP (its floor on these links) and how far that floor is
+    from NCCL socket: where the floor itself loses, no protocol over these sockets wins."""
+    titles = [t for _, t in impls(cfg)]
+    peer = titles[1] if len(titles) > 1 else None
+    body = []
+    for r in veth:
+        if r.raw is None or not r.values or r.values[0] is None:
+            continue
+        first = r.values[1] if len(r.values) > 1 else None
+        body.append([r.what, num(r.values[0]), num(r.raw), num(first),
+                     C.fmt(C.ratio(r.values[0], r.raw)), C.fmt(C.ratio(r.raw, first)), r.better])
+    if not body:
+        return ""
+    return "## The copy-mode floor\n\n%s\n%s" % (para(
+        "raw AF_XDP moves frames through the same sockets with no protocol at all: on these "
+        "links harp cannot beat it. AF_XDP on veth runs in copy mode, and a byte is copied four "
+        "times on its way (into a frame, into the kernel's skb, into the peer's frame, into the "
+        "receive buffer) in frames of the MTU, where kernel TCP over veth copies it twice in "
+        "64 KiB super-packets. Where the floor is already behind %s, no protocol over these "
+        "sockets catches up here; a NIC with zero-copy AF_XDP (ENA, gve, mlx5, virtio-net with "
+        "the fix: docs/OPERATIONS.md) takes two of the four copies away, and more cores (engine "
+        "threads, stripes) spread the rest." % (peer or "the kernel's transports")),
+        C.md_table(["case", "harp", "raw AF_XDP", peer or "peer", "harp / raw",
+                    "raw / %s" % (peer or "peer"), "better"], body))
+
+
 def headline_rows(recs, cfg):
     """The README's few rows: one of each kind, from the tables above."""
     veth, hop, fabric, ar = (veth_rows(recs, cfg), hop_rows(recs, cfg), fabric_rows(recs, cfg),
@@ -556,6 +583,7 @@ def write_page(path, run_dir, recs, cfg, notes):
     for title, about, rows, with_kernel in sections:
         if rows:
             out.append("## %s\n\n%s\n%s" % (title, para(about), table(rows, cfg, with_kernel)))
+    out.append(floor_section(veth_rows(recs, cfg), cfg))
     missing = [m for m in str(cfg.get("peers_missing") or "").split("|") if m]
     if missing:
         out.append("Peers asked for that could not run:\n\n" +
