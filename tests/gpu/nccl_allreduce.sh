@@ -149,6 +149,12 @@ proves() {
 		grep -E 'NET/|Using network' "$log" | head -n 10 | sed 's/^/    | /'
 		return 1
 	fi
+	if [[ $1 == harp* ]]; then
+		# what harp ran on: threads or not, stripes per comm (the device line, the comms')
+		echo "nccl_allreduce: $1 $2: $(grep -o 'queues\? (an engine each, [^)]*), a comm over [0-9]* connection' \
+			"$log" | head -n 1); $(grep -c 'stripes, on queues' "$log") striped comms;" \
+			"$(grep -o '[0-9]* coll channels' "$log" | head -n 1)"
+	fi
 	if [[ $1 == harp-cuda ]] && ! grep -q 'GDRDMA' "$log"; then
 		echo "nccl_allreduce: FAIL: harp-cuda $2: NCCL did not use the plugin's GPU memory" \
 			"path (no GDRDMA in its channel lines):"
