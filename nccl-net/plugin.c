@@ -1001,16 +1001,13 @@ static void conns_close(struct harp_conn **conns, int n)
 /* The queues a striped comm's connections run on, for its line: "0,1,2,3". */
 static void comm_queues(const struct hp_comm *c, char *out, size_t len)
 {
-	struct harp_conn_stats st;
 	size_t used = 0;
 	int s;
 
 	out[0] = 0;
 	for (s = 0; s < c->nconns && used < len; s++) {
-		if (harp_conn__stats(c->conns[s], &st)) {
-			st.queue = -1;
-		}
-		used += (size_t)snprintf(out + used, len - used, "%s%d", s ? "," : "", st.queue);
+		used += (size_t)snprintf(out + used, len - used, "%s%d", s ? "," : "",
+					 harp_conn__queue(c->conns[s]));
 	}
 }
 

@@ -828,6 +828,18 @@ int harp_conn__establish(struct harp_conn *c)
 	return err;
 }
 
+int harp_conn__queue(const struct harp_conn *c)
+{
+	if (!c) {
+		return -EINVAL;
+	}
+	/* conn_go writes it once, before the connection is READY (release) */
+	if (atomic_load_explicit(&c->state, memory_order_acquire) != CONN_READY) {
+		return -ENOTCONN;
+	}
+	return c->engine->queue;
+}
+
 void harp_conn__close(struct harp_conn *c)
 {
 	if (!c) {

@@ -169,6 +169,8 @@ HARP_API int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle
 			  struct harp_conn **conn);
 /* Drives set-up: 0 once established, -EAGAIN while in progress, another -errno on failure. */
 HARP_API int harp_conn__establish(struct harp_conn *conn);
+/* The NIC queue whose engine runs the connection once established; -ENOTCONN before. */
+HARP_API int harp_conn__queue(const struct harp_conn *conn);
 /* Releases the connection; pending requests are abandoned. Accepts NULL. */
 HARP_API void harp_conn__close(struct harp_conn *conn);
 
