@@ -849,17 +849,6 @@ void harp_conn__close(struct harp_conn *c)
 		conn_destroy(c); /* never handed to an engine */
 		return;
 	}
-	/* figures read racily, as harp_conn__stats does: what an operator tuning a job asks for */
-	pr_info("conn %u closing: %llu messages sent, %llu received; %llu packets sent, %llu "
-		"again (%llu on selective acks, %llu timeouts, %llu of them spurious); %llu "
-		"duplicates, %llu out of order received; srtt %u us, window %u bytes",
-		c->id, (unsigned long long)c->stats.msgs_sent,
-		(unsigned long long)c->stats.msgs_received, (unsigned long long)c->stats.tx_packets,
-		(unsigned long long)c->stats.retransmits,
-		(unsigned long long)c->stats.fast_retransmits, (unsigned long long)c->stats.timeouts,
-		(unsigned long long)c->stats.spurious_timeouts,
-		(unsigned long long)c->stats.rx_duplicates,
-		(unsigned long long)c->stats.rx_out_of_order, c->rtt.srtt_us, conn_cwnd(c));
 	engine_close_conn(c->engine, c);
 }
 

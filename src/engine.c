@@ -1599,6 +1599,18 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 	engine_hold(e);
 	adopt(e, now_ns()); /* it may not have been adopted yet */
 	take_requests(e, now_ns()); /* and it may be on the list of those with new requests */
+	/* what an operator tuning a job asks for, read while no pass runs (an engine thread may be
+	 * running this engine otherwise) */
+	pr_info("conn %u closing: %llu messages sent, %llu received; %llu packets sent, %llu "
+		"again (%llu on selective acks, %llu timeouts, %llu of them spurious); %llu "
+		"duplicates, %llu out of order received; srtt %u us, window %u bytes",
+		c->id, (unsigned long long)c->stats.msgs_sent,
+		(unsigned long long)c->stats.msgs_received, (unsigned long long)c->stats.tx_packets,
+		(unsigned long long)c->stats.retransmits,
+		(unsigned long long)c->stats.fast_retransmits, (unsigned long long)c->stats.timeouts,
+		(unsigned long long)c->stats.spurious_timeouts,
+		(unsigned long long)c->stats.rx_duplicates,
+		(unsigned long long)c->stats.rx_out_of_order, c->rtt.srtt_us, conn_cwnd(c));
 	/* Sends it said were complete may still be on their way: they go on from their copies
 	 * until acked (the timers reap it then), as a closed TCP socket still delivers its data. */
 	if (conn_linger(c, -ECONNABORTED)) {
