@@ -276,8 +276,9 @@ def floor_section(veth, cfg):
     if not body:
         return ""
     return "## The copy-mode floor\n\n%s\n%s" % (para(
-        "raw AF_XDP moves frames through the same sockets with no protocol at all: on these "
-        "links harp cannot beat it. AF_XDP on veth runs in copy mode, and a byte is copied four "
+        "raw AF_XDP moves frames through the same sockets with no protocol at all: what these "
+        "links allow harp (a stream of harp's, which batches its kicks, lands on either side of "
+        "it from run to run). AF_XDP on veth runs in copy mode, and a byte is copied four "
         "times on its way (into a frame, into the kernel's skb, into the peer's frame, into the "
         "receive buffer) in frames of the MTU, where kernel TCP over veth copies it twice in "
         "64 KiB super-packets. Where the floor is already behind %s, no protocol over these "
