@@ -955,9 +955,8 @@ hnccl_result_t hp_listen(void *ctx, int dev, void *handle, void **listen_comm)
 		comm_free(c);
 		return hp_result(err);
 	}
-	c->stripes = d->info.stripes < 1		? 1 :
-		     d->info.stripes > HP_STRIPES_MAX ? HP_STRIPES_MAX :
-							d->info.stripes;
+	c->stripes = d->info.stripes; /* 1 to 8 (HARP_STRIPES's range) */
+	_Static_assert(HP_STRIPES_MAX == 8, "the plugin takes every stripe count harp gives");
 	c->nonce = comm_nonce(c);
 	*offer_of(handle) = (struct hp_offer){ HP_OFFER_MAGIC, (uint32_t)c->stripes, c->nonce };
 	*listen_comm = c;

@@ -494,9 +494,10 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->ifindex = ctx->ifi.ifindex;
 	info->queues = ctx->nengines;
 	info->engine_threads = ctx->engine_threads ? ctx->nengines : 0;
-	/* a comm over every engine when each has a thread to run it at once; else one */
+	/* a comm over every engine (at most HARP_STRIPES's 8) when each has a thread to run it at
+	 * once; else one */
 	info->stripes = ctx->params.stripes	 ? ctx->params.stripes :
-			info->engine_threads ? ctx->nengines :
+			info->engine_threads ? (ctx->nengines < 8 ? ctx->nengines : 8) :
 					       1;
 	info->mtu = ctx->ip_mtu;
 	info->payload_max = (int)ctx->payload_max;

@@ -666,18 +666,29 @@ static int mark_wait(struct drv *d, const char *name, double deadline)
 
 /* ---- init and properties --------------------------------------------------------------------- */
 
-/* maxComms: HARP_CONNS_MAX over the stripes of a comm (1..8; HARP_STRIPES names them if set). */
+/*
+ * maxComms: HARP_CONNS_MAX over the stripes of a comm. HARP_STRIPES names them; else one per
+ * engine (HARP_QUEUES, at most 8) where the engines have threads of their own, and one where not
+ * (HARP_ENGINE_THREADS; auto: the plugin judges by the CPUs it may use, so either).
+ */
 static bool max_comms_ok(int max_comms)
 {
+	const char *stripes = getenv("HARP_STRIPES"), *threads = getenv("HARP_ENGINE_THREADS");
+	const char *queues = getenv("HARP_QUEUES");
 	int conns = getenv("HARP_CONNS_MAX") ? atoi(getenv("HARP_CONNS_MAX")) : 4095;
-	int set = getenv("HARP_STRIPES") ? atoi(getenv("HARP_STRIPES")) : 0, s;
+	int q = queues && !strpbrk(queues, ",-") && atoi(queues) > 0 ? atoi(queues) : 1;
 
-	for (s = 1; s <= HP_STRIPES_MAX; s++) {
-		if ((!set || s == set) && max_comms == conns / s) {
-			return true;
-		}
+	q = q < HP_STRIPES_MAX ? q : HP_STRIPES_MAX;
+	if (stripes && atoi(stripes) > 0) {
+		return max_comms == conns / atoi(stripes);
 	}
-	return false;
+	if (threads && !strcmp(threads, "on")) {
+		return max_comms == conns / q;
+	}
+	if (threads && !strcmp(threads, "off")) {
+		return max_comms == conns;
+	}
+	return max_comms == conns || max_comms == conns / q;
 }
 
 static int check_properties(struct drv *d, int dev, bool print)

@@ -40,7 +40,7 @@ static void check_tiling(size_t cap, int k)
 	int n = hp_stripe_count(cap, k), s;
 	size_t end = 0;
 
-	assert_true(n >= 1 && n <= k + (k < 1));
+	assert_true(n >= 1 && n <= (k > 1 ? k : 1));
 	for (s = 0; s < n; s++) {
 		size_t off = hp_stripe_off(cap, n, s);
 		size_t piece = s == n - 1 ? cap - off : hp_stripe_piece(cap, n);
