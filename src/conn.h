@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 
 #include "internal.h"
+#include "paths.h"
+#include "pmtu.h"
 #include "spsc.h"
 #include "wire.h"
 
@@ -19,10 +21,11 @@
 #define CONN_REQS 512	  /* request objects per connection */
 #define CONN_ACK_EVERY 32 /* reliable packets per ack in order */
 #define CONN_ACK_DELAY_NS 20000 /* longest an ack waits for company */
-#define CONN_MAX_PATHS 32	/* HARP_PATHS at most */
+#define CONN_RTO_INIT_US 20000 /* retransmission timeouts, the connection's and each path's */
+#define CONN_RTO_MIN_US 10000
+#define CONN_RTO_MAX_US 2000000
 #define CONN_REO_MULT_MAX 2	/* RACK's window grows to at most half an RTT (docs/PROTOCOL.md) */
 #define CONN_REO_QUIET 16	/* losses found without a duplicate before the window shrinks */
-#define CONN_PROBE_CANDS 64	/* port pairs tried per probe round */
 /* Sends of at most CONN_EAGER_BYTES complete when their one packet first goes out: the payload
  * is copied into one of CONN_EAGER_SLOTS slots kept until the packet is acked. */
 #define CONN_EAGER_SLOTS 64
@@ -130,83 +133,10 @@ struct cts_group {
 	_Atomic uint64_t ready;
 };
 
-/*
- * One path of a connection: a UDP port pair that probing proved to land on the queue of the
- * peer's engine that owns the connection. Each has its own window, RTT and loss clock, so a
- * fabric that caps or drops one 5-tuple slows only that path.
- */
-struct conn_path {
-	uint16_t src_port, dst_port; /* network order */
-	bool live;
-	uint32_t inflight;	 /* packets sent on it and not yet acked or declared lost */
-	uint32_t inflight_bytes; /* their bytes of IP: what the window (cc, bytes) bounds */
-	uint32_t inflight_max;	 /* packets: its share of HARP_CWND_MAX */
-	struct rtt_est rtt;
-	struct cc cc;
-	struct pacer pace;	 /* used where the connection paces (HARP_PACING) */
-	uint64_t rack_xmit_ns;	 /* send time of the latest packet acked on this path */
-	uint64_t last_ack_ns;	 /* last ack of a packet sent on it */
-	uint64_t sent_ns;	 /* last packet of any kind sent on it (acks too) */
-	uint64_t waiting_since_ns; /* oldest send on it not answered by an ack since; 0: none */
-	uint32_t losses;	 /* packets declared lost, for the random-loss judgement */
-	uint32_t acked;		 /* packets acked since the last loss count was aged */
-};
 
-/*
- * Path MTU, found by probing (packetization-layer PMTU discovery, RFC 8899's way, on harp's own
- * packets). The handshake gives the ceiling: the smaller of the two interfaces' MTUs. Packets
- * start at CONN_PMTU_BASE (or the ceiling, if lower), and PMTU probes padded to a size ask
- * whether the path carries it: the ceiling first, then a binary search between the largest size
- * answered and the smallest that was not (CONN_PMTU_TRIES probes each). A retransmission
- * timeout with packets above the base makes it probe the size in use again: unanswered, the
- * path has shrunk (a black hole), packets fall to the base, the ones in flight are sent again
- * in parts (HARP_DATA_F_SEG), and the search starts over below the old size. A finished search
- * looks up again after CONN_PMTU_RAISE_NS. An answer that comes after its probe was given up on
- * still proves the size: a loaded peer, slow to answer, must not hold the search low, nor a
- * false black hole packets at the base (unless the probe is older than the last fall).
- *
- * The base is RFC 8899's BASE_PLPMTU for IPv4, a size every path is taken to carry, not 1500:
- * an overlay or a VPN between 9000-byte interfaces (VXLAN, GENEVE, GCP's 1460) carries less
- * than 1500, and a base it drops would leave nothing smaller to fall back to. The ceiling is
- * probed first, so on a clean path packets leave the base after one answered probe.
- */
-#define CONN_PMTU_BASE 1200u
-/* a packet cut to the base must fit HARP_SEG_MAX parts, a MAC trailer in each */
-_Static_assert(HARP_SEG_MAX * (CONN_PMTU_BASE - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
-			      HARP_AUTH_TRAILER) >=
-		       HARP_IP_MAX - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN,
-	       "the largest packet fits HARP_SEG_MAX parts of the PMTU base");
-#define CONN_PMTU_TRIES 3
-#define CONN_PMTU_WAIT_MIN_NS 20000000ull /* a probe's answer is waited for at least this */
-#define CONN_PMTU_RAISE_NS 600000000000ull
-#define CONN_PMTU_STEP 32 /* the search stops when its bounds are this close */
-struct conn_pmtu {
-	uint32_t ceiling; /* the handshake's MTU; 0: not managed (payload_max set by hand) */
-	uint32_t mtu;	  /* IP MTU the connection's packets use now */
-	uint32_t lo, hi;  /* the search: lo was carried, hi was not (ceiling + 1: not known) */
-	uint32_t probe;	  /* the size a probe in flight asks about; 0: none */
-	uint32_t id;	  /* that probe's number (none in flight: the latest one's) */
-	uint32_t fall_id; /* the probe whose refusal last dropped mtu to the base */
-	uint8_t tries;
-	bool confirming;  /* it asks about mtu itself: a suspected black hole */
-	uint64_t sent_ns; /* when it last went */
-	uint64_t next_ns; /* when the next search step may start */
-	/* the search's earlier upper bounds, smallest last, nabove of them (pmtu_bound) */
-	uint32_t above[16];
-	uint8_t nabove;
-	/* receiver: the peer's probes to answer, those that came since answers last went */
-	uint8_t nanswers;
-	struct {
-		uint32_t id, size;
-	} answers[4];
-	/* parts the peer sent of packets it cut again, by psn (receiver); segs_open in use */
-	uint32_t segs_open;
-	struct {
-		uint32_t psn;
-		uint16_t parts; /* 0: slot free */
-		uint16_t got;	/* bit per part */
-	} segs[16];
-};
+
+
+
 
 /* A packet the path MTU shrank under, going out in parts: which, and how far. */
 struct conn_seg_out {
@@ -215,61 +145,6 @@ struct conn_seg_out {
 	uint16_t next, parts;
 	uint32_t part_len;
 	uint16_t src_port, dst_port;
-};
-
-/* The probe round in progress: candidate port pairs sent, and when to try again. */
-struct conn_probe {
-	uint32_t round;
-	uint32_t ncands;
-	uint32_t sent;		/* candidates sent so far in this round */
-	uint64_t next_ns;	/* when the next round may start */
-	uint64_t interval_ns;	/* grows while rounds find nothing */
-	uint64_t first_ns;	/* when probing for the first path began */
-	uint64_t round_ns;	/* when this round began */
-	uint64_t answer_ns;	/* smoothed wait from a round's start to its first answer (at first
-				 * the control connection's round trip); 0: not known */
-	bool answered;		/* this round has had an answer */
-	uint64_t *shared_answer_ns; /* the engine's: answers its other connections waited for */
-	/* A rescue: retransmission timeouts here found every path silent (conn_on_timer), or the
-	 * peer's did and it heard nothing of ours (CHAN_UNHEARD, for_peer). A round goes out
-	 * though every wanted path is live, and each answered candidate replaces a path added
-	 * before rescue_ns and not acked since; for the peer's, also none of whose packets sent
-	 * since deaf_from_ns (when the peer stopped hearing us) was acked (rescue_victim_ok).
-	 * rescue_ns 0: none. rescue_round: the round that is the rescue's (0: not begun yet). */
-	uint64_t rescue_ns, deaf_from_ns;
-	bool for_peer;
-	uint32_t rescue_round;
-	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
-			      * we last heard anything of it; 0: none (or heard within 1 ms) */
-	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
-	uint32_t rng;
-};
-
-/*
- * Port pairs the peer's probes proved to reach this engine: the peer's paths to us. This side
- * sends a STEER on each new one at once, on all of them again after 5, 50 and 250 ms, and then
- * every CONN_STEER_PERIOD_NS: a host whose tap steers each flow to the queue that last sent it
- * (tun under vhost-net or QEMU, for 3 s after each send) then keeps steering them here, as a NIC's
- * RSS hash would. Without it a pair that a probe of another engine here had steered elsewhere
- * moves when that steering expires; and a probe another engine sent on the pair just before
- * it became ours can reach the tap after our first STEER (the repeats undo that). The pairs
- * the peer's data comes on are kept before those only probed: a full list drops the one the
- * peer used least lately (16 connections a side on 4 queues dropped paths in use when the
- * oldest probed pair went first, and their packets went to other engines). A new pair does
- * not start a whole round at once: a probe round's 64 pairs arriving over a few passes each
- * sent all 16 STEERs again, 30-50 us of a caller's pass each time (copy mode).
- */
-#define CONN_STEER_PAIRS 16 /* at most 32: conn_steer.fresh has a bit for each */
-#define CONN_STEER_PERIOD_NS 1000000000ull
-_Static_assert(CONN_STEER_PAIRS <= 32, "conn_steer.fresh has 32 bits");
-struct conn_steer {
-	uint16_t local_port[CONN_STEER_PAIRS], peer_port[CONN_STEER_PAIRS]; /* network order */
-	uint64_t used_ns[CONN_STEER_PAIRS]; /* the peer's last data on the pair (or its probe) */
-	uint32_t n;	   /* pairs held, at most CONN_STEER_PAIRS */
-	uint32_t fresh;	   /* bit i: pair i is new, its first STEER not sent yet */
-	uint32_t sent;	   /* STEERs sent in this round */
-	uint32_t repeats;  /* early rounds done since the newest pair came */
-	uint64_t next_ns;  /* when the next round starts */
 };
 
 enum conn_state {
@@ -445,21 +320,6 @@ uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now);
 /* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
  * flight). */
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
-/* The peer's timeouts found every path silent (CHAN_UNHEARD): our pairs to it, which carry its
- * acks, may be dark; probe for fresh ones, each answer replacing a path not acked since. */
-void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now);
-/* The peer's probe on this pair (ports in network order, ours first) reached this engine. */
-void conn_on_peer_probe(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
-			uint64_t now);
-/* The peer's data or acks came on this pair: one of its paths, kept steered here. */
-void conn_on_peer_data(struct harp_conn *c, uint16_t local_port, uint16_t peer_port,
-		       uint64_t now);
-/* Whether a round of STEERs is due (conn_next_probe sends them). */
-bool conn_steer_due(const struct harp_conn *c, uint64_t now);
-/* Whether a PMTU probe or answer is due (conn_next_probe sends them). */
-bool conn_pmtu_due(const struct harp_conn *c, uint64_t now);
-/* The handshake's MTU (the smaller interface's): path MTU discovery searches up to it. */
-void conn_pmtu_init(struct harp_conn *c, uint32_t ceiling);
 /* Does a pending request read or write [addr, addr+len)? */
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */
@@ -494,31 +354,13 @@ struct conn_tx {
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
 /* Has it packets to send, now or once its window or paths allow (a cheap check)? */
 bool conn_tx_pending(const struct harp_conn *c);
-/*
- * Paths. conn_paths_init sets probing up (conn_start starts its clock on the engine): rounds of
- * PROBE packets over random port pairs, the source port within our range and the destination
- * within the peer's, until want paths are live. The peer reports each probe that
- * reached the connection's engine over the control channel (conn_on_probe_result), and that port
- * pair becomes a path. conn_add_path adds one directly (tests, and a peer that needs no probing).
- */
-void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint16_t port_span,
-		     uint16_t peer_port_lo, uint16_t peer_port_span, uint32_t seed);
-int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now);
-void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now);
-/* The next PROBE to send, if a round is under way. */
+/* The next PMTU probe or answer, STEER or PROBE, if one is due: packets outside the windows. */
 bool conn_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
-/*
- * No path found for limit_ns, and the latest round had a fair hearing: set-up has failed (the
- * caller logs and fails the connection).
- */
-bool conn_paths_hopeless(const struct harp_conn *c, uint64_t now, uint64_t limit_ns);
 /* conn_next_tx said no because pacing holds a path back: ask again soon, not on the next ack. */
 static inline bool conn_paced(const struct harp_conn *c)
 {
 	return c->pace_held;
 }
-/* Sum of the live paths' windows, in bytes. */
-uint32_t conn_cwnd(const struct harp_conn *c);
 
 /* Acks wait for CONN_ACK_EVERY packets or CONN_ACK_DELAY_NS, unless the sender needs them now. */
 bool conn_ack_wanted(const struct harp_conn *c, uint64_t now);
