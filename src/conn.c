@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Per-connection reliability, run only by the connection's engine.
+ * Per-connection reliability, run only by the connection's engine: its design, and the map of
+ * the files that hold it.
  *
  * Each direction is a stream of reliable packets numbered by psn: DATA (a slice of a message),
  * CTS (one posted receive buffer, the receiver-driven rendezvous) and MSGERR (a message refused
@@ -30,6 +31,20 @@
  * retransmission timer. A loss with no queueing delay behind it and a low loss rate is taken for
  * random loss and does not shrink the window. A retransmission re-reads the sender's buffer
  * (valid until the send completes), so no frame is held for it.
+ *
+ * The connection's files, each owning its part of struct harp_conn (conn.h marks which), and
+ * calling only those below it in this list:
+ *
+ *   conn.c      its life (state, start, free), the packets and requests the engine hands it,
+ *               its timers: the retransmission timeout and the dead peer
+ *   transmit.c  what goes next: CTS, retransmissions, new DATA (bound or unsolicited), parts of
+ *               a packet cut again, ACKs; and the packets outside the windows
+ *   ack.c       the sender's side of acks: records acked, sends completed, RACK's losses
+ *   deliver.c   the receiver's side: DATA, CTS and MSGERR placed, unsolicited messages held
+ *   reqs.c      requests taken, completed, failed; lingering
+ *   pmtu.c      the path MTU search, and the receiver's parts of packets cut again
+ *   paths.c     the paths, their windows, probing, rescues, STEERs
+ *   sendq.h     the send queue's records and their place in a path's pipe
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -209,30 +209,64 @@ struct harp_conn {
 	struct harp_req *free_reqs; /* those given back */
 	uint32_t next_rsn;
 
-	/* ---- engine only ---- */
+	/* ---- engine only: each part written by the file named (conn.c has the map) ---- */
+	/* -- the control channel (chan.c; engine.c tells the peer of a silence) -- */
 	/* the peer's probes that reached us in this pass, reported together (chan.h) */
 	uint32_t report_round[CONN_PROBE_CANDS], report_cand[CONN_PROBE_CANDS];
 	uint32_t nreports;
 	/* the rest of a control message the socket took only part of: written before any other */
 	uint8_t chan_rest[16];
 	uint8_t chan_rest_len;
+	bool peer_closed; /* the peer said close on the control channel */
+	/* Silence reports (CHAN_SILENT): when we told the peer that it has not been heard for the
+	 * stall time while we waited on it (0: not in this silence), and what the peer told us of
+	 * ours (ms; 0: nothing) */
+	uint64_t silence_told_ns;
+	uint32_t peer_hears_nothing_ms;
+	/* -- the engine's (engine.c) -- */
 	struct pairs *pairs; /* the engine's context's port-pair owners; NULL: none kept */
 	int pair_owner;	     /* the engine's number in it */
-	struct conn_steer steer;
 	uint16_t ip_id;
-	/* sender */
-	uint32_t snd_una, snd_nxt;
-	uint32_t inflight;
+	bool linger_reap; /* lingering, closed by its user: freed once its eager sends are acked */
+	/* -- timers (conn.c): the retransmission timeout (ack.c restarts it on each new ack, transmit.c
+	 * with the first packet in flight), and the peer's liveness -- */
+	struct rtt_est rtt;
+	uint64_t rto_base_ns; /* retransmission timer runs from here */
+	uint32_t rto_streak;  /* timeouts since the last ack of anything new */
+	uint64_t last_ack_ns; /* last ack that acknowledged something new */
+	uint64_t heard_ns;    /* last packet from the peer, or when requests began to wait */
+	uint64_t rx_any_ns;   /* last packet from the peer, whatever waits (CHAN_UNHEARD) */
+	uint64_t ping_ns;     /* last liveness ping */
+	bool ping_due;	      /* the next ACK asks the peer to answer at once */
+	/* -- requests taken, completed, failed (reqs.c) -- */
+	struct harp_req **send_slots;	/* CONN_REQS, by send sequence number */
+	/* sends: oldest pending, first not packetised (transmit.c moves it), next to number */
+	uint32_t ssn_tail, ssn_cur, ssn_next;
+	struct harp_req *cts_out_head, *cts_out_tail; /* receives whose CTS are not all sent */
+	struct harp_req **recv_slots; /* CONN_RECV_SLOTS, by our rsn */
+	/* the peer's sends fall to our receives in order, nbufs each: */
+	uint32_t rcv_ssn_next;	 /* the first send of the next receive taken */
+	uint32_t rcv_rsn_next;	 /* one past the newest receive taken */
+	uint32_t rcv_taken;	 /* receives taken, up to CONN_RECV_SLOTS */
+	uint32_t *rcv_first_ssn; /* CONN_RECV_SLOTS, by rsn: the first send each receive takes */
+	uint32_t recvs_open; /* receives taken and not yet finished */
+	bool lingering;	       /* its requests failed; only its eager sends still go, till acked */
+	int linger_err;	       /* the error it fails with once they are (not closed) */
+	/* -- what goes next (transmit.c) -- */
+	uint32_t snd_nxt; /* next psn to give a new packet */
+	uint32_t inflight; /* records in a path's pipe (sendq.h) */
 	struct tx_rec *txq;		 /* CONN_TXQ records, by psn */
 	uint32_t *rtxq;			 /* psns to send again (ring of CONN_TXQ) */
 	uint32_t rtx_head, rtx_tail;
-	struct harp_req **send_slots;	/* CONN_REQS, by send sequence number */
-	uint32_t ssn_tail, ssn_cur, ssn_next; /* oldest pending, first not packetised, next */
-	struct harp_req *cts_out_head, *cts_out_tail; /* receives whose CTS are not all sent */
-	struct cts_group *cts;			 /* CONN_RECV_SLOTS, by the peer's rsn */
-	uint32_t cts_head_rsn;			 /* oldest peer receive not fully matched */
-	uint32_t ssn_bound; /* sends before it know their buffer; from it to ssn_cur went unsolicited */
-	uint32_t unsol_tag[CONN_UNSOL_CREDITS]; /* those sends' tags, by ssn */
+	uint32_t unsol_tag[CONN_UNSOL_CREDITS]; /* sends gone unsolicited: their tags, by ssn */
+	/* completed small sends not yet acked: their payloads, and which slots hold one */
+	uint8_t *eager_copies; /* CONN_EAGER_SLOTS x CONN_EAGER_BYTES */
+	uint64_t eager_used;   /* bit per slot */
+	struct conn_seg_out seg_out;
+	bool pace_held;	      /* the last conn_next_tx found a path with room held back by pacing */
+	/* -- the sender's acks (ack.c) -- */
+	uint32_t snd_una; /* oldest psn not acked */
+	uint32_t highest_acked;			 /* one past the highest psn acked */
 	uint64_t rack_xmit_ns;			 /* send time of the latest packet acked */
 	/* RACK's reordering window, a quarter of the RTT times reo_mult (1..CONN_REO_MULT_MAX): one
 	 * more for each round trip in which the peer saw a packet twice, one less after
@@ -241,43 +275,13 @@ struct harp_conn {
 	uint8_t reo_quiet;
 	uint64_t reo_bump_ns; /* when reo_mult last grew */
 	uint64_t reo_timeouts; /* stats.timeouts then: duplicates a timeout made prove nothing */
-	uint32_t highest_acked;			 /* one past the highest psn acked */
-	struct rtt_est rtt;
-	struct cc cc_before_rto[CONN_MAX_PATHS]; /* restored if the timeout proves spurious */
-	uint32_t rto_at_us;	  /* when the last timeout fired (our ts clock) */
-	bool rto_undo_armed;
-	uint64_t rto_base_ns; /* retransmission timer runs from here */
-	uint32_t rto_streak;  /* timeouts since the last ack of anything new */
-	uint64_t last_ack_ns; /* last ack that acknowledged something new */
-	uint64_t heard_ns;    /* last packet from the peer, or when requests began to wait */
-	uint64_t rx_any_ns;   /* last packet from the peer, whatever waits (CHAN_UNHEARD) */
-	uint64_t ping_ns;     /* last liveness ping */
-	bool ping_due;	      /* the next ACK asks the peer to answer at once */
-	struct conn_path paths[CONN_MAX_PATHS];
-	uint32_t npaths;      /* slots used in paths[] (live or retired) */
-	uint32_t paths_live;
-	uint32_t paths_want;  /* HARP_PATHS */
-	uint32_t cwnd_max;    /* HARP_CWND_MAX: packets, the whole connection's, split over its
-			       * paths; their windows in bytes stop at as many full-size packets */
-	uint32_t path_rr;     /* rotates pure ACKs and ties over the live paths */
-	bool pacing;	      /* HARP_PACING=on */
-	bool pace_held;	      /* the last conn_next_tx found a path with room held back by pacing */
-	uint16_t port_lo;     /* our UDP port range (source ports), host order */
-	uint16_t port_span;
-	uint16_t peer_port_lo; /* the peer's (destination ports), from its hello */
-	uint16_t peer_port_span;
-	struct conn_probe probe;
-	struct conn_pmtu pmtu;
-	struct conn_seg_out seg_out;
-	/* receiver */
-	uint32_t rcv_nxt;
+	/* -- the receiver's side, and the peer's CTS (deliver.c); transmit.c clears the ack owed as
+	 * one goes out -- */
+	struct cts_group *cts;			 /* CONN_RECV_SLOTS, by the peer's rsn */
+	uint32_t cts_head_rsn;			 /* oldest peer receive not fully matched */
+	uint32_t ssn_bound; /* sends before it know their buffer; from it to ssn_cur went unsolicited */
+	uint32_t rcv_nxt; /* every psn before it arrived */
 	uint64_t *rcv_bits; /* CONN_TXQ bits: psn received, from rcv_nxt on */
-	struct harp_req **recv_slots; /* CONN_RECV_SLOTS, by our rsn */
-	/* the peer's sends fall to our receives in order, nbufs each: */
-	uint32_t rcv_ssn_next;	 /* the first send of the next receive taken */
-	uint32_t rcv_rsn_next;	 /* one past the newest receive taken */
-	uint32_t rcv_taken;	 /* receives taken, up to CONN_RECV_SLOTS */
-	uint32_t *rcv_first_ssn; /* CONN_RECV_SLOTS, by rsn: the first send each receive takes */
 	/* unsolicited messages that came before their receive, by ssn (CONN_UNSOL_CREDITS) */
 	struct unsol_held *held;
 	uint8_t *held_bytes; /* CONN_UNSOL_CREDITS x CONN_EAGER_BYTES */
@@ -286,22 +290,29 @@ struct harp_conn {
 	bool ack_now;	   /* the sender needs this ack at once (a message done, a hole, ...) */
 	bool ack_twin;	   /* a hole, a duplicate or a ping: a second copy on another path too */
 	bool dup_seen;	   /* a reliable packet arrived twice since the last ACK */
-	uint32_t recvs_open; /* receives taken and not yet finished */
 	uint32_t rx_since_ack;
 	uint32_t sacked_pending; /* bits set in rcv_bits */
 	uint64_t ack_due_ns; /* when ack_due was set */
-	bool peer_closed; /* the peer said close on the control channel */
-	/* Silence reports (CHAN_SILENT): when we told the peer that it has not been heard for the
-	 * stall time while we waited on it (0: not in this silence), and what the peer told us of
-	 * ours (ms; 0: nothing) */
-	uint64_t silence_told_ns;
-	uint32_t peer_hears_nothing_ms;
-	/* completed small sends not yet acked: their payloads, and which slots hold one */
-	uint8_t *eager_copies; /* CONN_EAGER_SLOTS x CONN_EAGER_BYTES */
-	uint64_t eager_used;   /* bit per slot */
-	bool lingering;	       /* its requests failed; only its eager sends still go, till acked */
-	bool linger_reap;      /* closed by its user: freed once they are acked */
-	int linger_err;	       /* the error it fails with once they are (not closed) */
+	/* -- paths (paths.c) -- */
+	struct conn_path paths[CONN_MAX_PATHS];
+	uint32_t npaths;      /* slots used in paths[] (live or retired) */
+	uint32_t paths_live;
+	uint32_t paths_want;  /* HARP_PATHS */
+	uint32_t cwnd_max;    /* HARP_CWND_MAX: packets, the whole connection's, split over its
+			       * paths; their windows in bytes stop at as many full-size packets */
+	uint32_t path_rr;     /* rotates pure ACKs and ties over the live paths */
+	bool pacing;	      /* HARP_PACING=on */
+	uint16_t port_lo;     /* our UDP port range (source ports), host order */
+	uint16_t port_span;
+	uint16_t peer_port_lo; /* the peer's (destination ports), from its hello */
+	uint16_t peer_port_span;
+	struct conn_probe probe;
+	struct conn_steer steer;
+	struct cc cc_before_rto[CONN_MAX_PATHS]; /* restored if the timeout proves spurious */
+	uint32_t rto_at_us;	  /* when the last timeout fired (our ts clock) */
+	bool rto_undo_armed;
+	/* -- path MTU (pmtu.c) -- */
+	struct conn_pmtu pmtu;
 
 	struct harp_conn_stats stats;
 };

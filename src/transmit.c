@@ -129,6 +129,27 @@ static void next_unsol(struct harp_conn *c, struct tx_rec *rec, struct harp_req 
 	c->stats.msgs_unsolicited++;
 }
 
+/* rec: the CTS of r's next buffer, r being the oldest receive whose CTS are not all given a psn. */
+static void next_cts(struct harp_conn *c, struct tx_rec *rec, struct harp_req *r)
+{
+	int i = r->recv.cts_queued++;
+
+	rec->type = HARP_PKT_CTS;
+	rec->rsn = r->recv.rsn;
+	rec->buf_idx = (uint8_t)i;
+	rec->nbufs = (uint8_t)r->recv.nbufs;
+	rec->msg_len = r->recv.cap[i];
+	rec->tag = r->recv.tag[i];
+	if (r->recv.cts_queued == r->recv.nbufs) {
+		c->cts_out_head = r->next;
+		if (!c->cts_out_head) {
+			c->cts_out_tail = NULL;
+		}
+		/* filled already by unsolicited sends, which are complete */
+		reqs_recv_try_finish(c, r, true);
+	}
+}
+
 /* Fills rec with the next new reliable packet, if there is one. */
 static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 {
@@ -137,23 +158,7 @@ static bool next_new(struct harp_conn *c, struct tx_rec *rec)
 
 	memset(rec, 0, sizeof(*rec));
 	if (r) {
-		/* Receives first: a CTS lets the peer start sending. */
-		int i = r->recv.cts_queued++;
-
-		rec->type = HARP_PKT_CTS;
-		rec->rsn = r->recv.rsn;
-		rec->buf_idx = (uint8_t)i;
-		rec->nbufs = (uint8_t)r->recv.nbufs;
-		rec->msg_len = r->recv.cap[i];
-		rec->tag = r->recv.tag[i];
-		if (r->recv.cts_queued == r->recv.nbufs) {
-			c->cts_out_head = r->next;
-			if (!c->cts_out_head) {
-				c->cts_out_tail = NULL;
-			}
-			/* filled already by unsolicited sends, which are complete */
-			reqs_recv_try_finish(c, r, true);
-		}
+		next_cts(c, rec, r); /* receives first: a CTS lets the peer start sending */
 		return true;
 	}
 	if (c->ssn_cur == c->ssn_next) {
@@ -276,11 +281,85 @@ static bool seg_part(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	return true;
 }
 
+/*
+ * rec, DATA cut before the path MTU fell (or cut once already), goes in parts: tx becomes the
+ * first, seg_part sends the rest. Once cut, always cut the same way, whatever the path MTU is
+ * since: the receiver holds the parts that came, and takes neither the whole packet nor another
+ * cut of it.
+ */
+static void seg_start(struct harp_conn *c, struct tx_rec *rec, uint32_t psn, struct conn_tx *tx)
+{
+	struct conn_seg_out *so = &c->seg_out;
+	uint32_t parts = rec->seg_parts ? rec->seg_parts :
+					  (rec->len + c->payload_max - 1) / c->payload_max;
+
+	so->active = true;
+	so->psn = psn;
+	so->parts = (uint16_t)(parts < HARP_SEG_MAX ? parts : HARP_SEG_MAX);
+	rec->seg_parts = (uint8_t)so->parts;
+	so->part_len = (rec->len + so->parts - 1) / so->parts;
+	so->next = 0;
+	so->src_port = tx->src_port;
+	so->dst_port = tx->dst_port;
+	seg_cut(c, so, tx);
+}
+
+/*
+ * The next retransmission that still needs sending, into *psn, and the path it takes (not the
+ * one that lost it). -1: none is queued; -2: one is, and no path has room for it.
+ */
+static int next_rtx(struct harp_conn *c, uint32_t *psn, uint64_t now)
+{
+	while (c->rtx_head != c->rtx_tail) {
+		struct tx_rec *rec;
+		int path;
+
+		*psn = c->rtxq[c->rtx_head & (CONN_TXQ - 1)];
+		rec = rec_of(c, *psn);
+		if (rec->acked || rec->dead || psn_before(*psn, c->snd_una)) {
+			rec->rtx_queued = false;
+			c->rtx_head++;
+			continue;
+		}
+		path = paths_pick(c, rec->path, true, now);
+		if (path < 0) {
+			return -2;
+		}
+		rec->rtx_queued = false;
+		c->rtx_head++;
+		rec->resent = true;
+		c->stats.retransmits++;
+		return path;
+	}
+	return -1;
+}
+
+/* The next new reliable packet, given the next psn (*psn), and the path it takes; -1: none now. */
+static int next_fresh(struct harp_conn *c, uint32_t *psn, uint64_t now)
+{
+	int path = paths_pick(c, -1, false, now);
+
+	if (path < 0) {
+		return -1;
+	}
+	if ((uint32_t)(c->snd_nxt - c->snd_una) >= CONN_TXQ - 1) {
+		return -1; /* the receiver's window: it remembers CONN_TXQ psns */
+	}
+	*psn = c->snd_nxt;
+	if (!next_new(c, rec_of(c, *psn))) {
+		return -1;
+	}
+	if (c->snd_una == c->snd_nxt) {
+		c->rto_base_ns = now; /* the timer starts with the first packet in flight */
+	}
+	c->snd_nxt++;
+	return path;
+}
+
 bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct tx_rec *rec;
 	uint32_t psn;
-
 	int path;
 
 	c->pace_held = false;
@@ -299,41 +378,14 @@ bool conn_next_tx(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	if (!reliable_waiting(c)) {
 		return false; /* nothing to send: no need to look for a path */
 	}
-	while (c->rtx_head != c->rtx_tail) {
-		psn = c->rtxq[c->rtx_head & (CONN_TXQ - 1)];
-		rec = rec_of(c, psn);
-		if (rec->acked || rec->dead || psn_before(psn, c->snd_una)) {
-			rec->rtx_queued = false;
-			c->rtx_head++;
-			continue;
-		}
-		path = paths_pick(c, rec->path, true, now); /* not the path that lost it */
-		if (path < 0) {
-			return false;
-		}
-		rec->rtx_queued = false;
-		c->rtx_head++;
-		rec->resent = true;
-		c->stats.retransmits++;
-		goto send;
+	path = next_rtx(c, &psn, now);
+	if (path == -1) {
+		path = next_fresh(c, &psn, now);
 	}
-	path = paths_pick(c, -1, false, now);
 	if (path < 0) {
 		return false;
 	}
-	if ((uint32_t)(c->snd_nxt - c->snd_una) >= CONN_TXQ - 1) {
-		return false; /* the receiver's window: it remembers CONN_TXQ psns */
-	}
-	psn = c->snd_nxt;
 	rec = rec_of(c, psn);
-	if (!next_new(c, rec)) {
-		return false;
-	}
-	if (c->snd_una == c->snd_nxt) {
-		c->rto_base_ns = now; /* the timer starts with the first packet in flight */
-	}
-	c->snd_nxt++;
-send:
 	rec->sent_ns = now;
 	c->paths[path].sent_ns = now;
 	if (!c->paths[path].waiting_since_ns) {
@@ -344,22 +396,7 @@ send:
 	tx->src_port = c->paths[path].src_port;
 	tx->dst_port = c->paths[path].dst_port;
 	if (rec->type == HARP_PKT_DATA && (rec->seg_parts || rec->len > c->payload_max)) {
-		/* cut before the path MTU fell: it goes in parts, this the first. Once cut, always
-		 * cut the same way, whatever the path MTU is since: the receiver holds the parts
-		 * that came, and takes neither the whole packet nor another cut of it. */
-		struct conn_seg_out *so = &c->seg_out;
-		uint32_t parts = rec->seg_parts ? rec->seg_parts :
-						  (rec->len + c->payload_max - 1) / c->payload_max;
-
-		so->active = true;
-		so->psn = psn;
-		so->parts = (uint16_t)(parts < HARP_SEG_MAX ? parts : HARP_SEG_MAX);
-		rec->seg_parts = (uint8_t)so->parts;
-		so->part_len = (rec->len + so->parts - 1) / so->parts;
-		so->next = 0;
-		so->src_port = tx->src_port;
-		so->dst_port = tx->dst_port;
-		seg_cut(c, so, tx);
+		seg_start(c, rec, psn, tx);
 	}
 	pipe_enter(c, rec, path, tx->h.len); /* the whole record, or its first part */
 	if (c->ack_due && !c->sacked_pending) {
