@@ -5,18 +5,18 @@
 # boot, ROUNDS rounds (hvm_args word rounds=N, default 3) of, one after another, guest b sending
 # to guest a over: kernel TCP (iperf3, one stream, 5 s), harp zero copy and harp copy mode
 # (harp-xfer, one connection, 64 messages of 1 MiB, every byte verified). With the word
-# ncclsock=SO (the peer plugin of ../shared/tools/ncclsock, NCCL's own socket transport), each
+# nccl-lib=PATH (tests/vm/bench.sh --nccl: the libnccl.so.2 it put into the initramfs), each
 # round then streams 64 MiB in 512 KiB messages (window 8, one connection) through harp-perf
-# with harp's NCCL plugin, with NCCL's socket transport as NCCL sets it up by default, and with
-# 16 sockets per connection as on AWS. Prints one line per measurement: "bench: ROUND WHAT
-# GBIT/S cpu_s=SERVER_CPU_SECONDS". Under TCG the figures measure the emulator: read them as
-# ratios.
+# with harp's NCCL plugin, with NCCL's socket transport (harp-perf --plugin nccl-socket, loading
+# PATH) as NCCL sets it up by default, and with 16 sockets per connection as on AWS. Prints one
+# line per measurement: "bench: ROUND WHAT GBIT/S cpu_s=SERVER_CPU_SECONDS". Under TCG the
+# figures measure the emulator: read them as ratios.
 set -e
-rounds=3 ncclsock=""
+rounds=3 nccl_lib=""
 for w in ${hvm_args//,/ }; do
 	case $w in
 	rounds=*) rounds=${w#rounds=} ;;
-	ncclsock=*) ncclsock=${w#ncclsock=} ;;
+	nccl-lib=*) nccl_lib=${w#nccl-lib=} ;;
 	*) hvm_fail "unknown bench word '$w'" ;;
 	esac
 done
@@ -26,7 +26,8 @@ export HARP_LOG_LEVEL=warn
 export HARP_ZEROCOPY_QUIRKS=0
 role=$hvm_role
 
-# perf_stream ROUND WHAT ENV... -- PLUGIN: harp-perf stream through PLUGIN, the server's line
+# perf_stream ROUND WHAT ENV... -- PLUGIN: harp-perf stream through PLUGIN (a file, or
+# nccl-socket, which takes its release's own table and ignores --version), the server's line
 perf_stream() {
 	local r=$1 what=$2 dir=/tmp/perf-$1-$2 json=/tmp/perf-$1-$2.json rc=0 plugin
 	shift 2
@@ -71,11 +72,11 @@ for ((r = 1; r <= rounds; r++)); do
 				"cpu_s=$(sed -n 's/^cpu_seconds=//p' /tmp/$tag.out)"
 		fi
 	done
-	if [ -n "$ncclsock" ]; then
+	if [ -n "$nccl_lib" ]; then
 		perf_stream $r nccl-plugin-harp HARP_IFNAME=eth0 -- "$hvm_build/nccl-net/libnccl-net-harp.so"
-		perf_stream $r nccl-socket NCCL_SOCKET_IFNAME=eth0 -- "$ncclsock"
-		perf_stream $r nccl-socket-16 NCCL_SOCKET_IFNAME=eth0 NCCL_SOCKET_NTHREADS=4 \
-			NCCL_NSOCKS_PERTHREAD=4 -- "$ncclsock"
+		perf_stream $r nccl-socket NCCL_LIB="$nccl_lib" NCCL_SOCKET_IFNAME=eth0 -- nccl-socket
+		perf_stream $r nccl-socket-16 NCCL_LIB="$nccl_lib" NCCL_SOCKET_IFNAME=eth0 \
+			NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 -- nccl-socket
 	fi
 done
 hvm_end
