@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "plugin.h"
 
 #define HP_EXPORT __attribute__((visibility("default")))

@@ -31,8 +31,8 @@
 #include <time.h>
 
 #include "harp/harp.h"
-#include "plugin.h"
 #include "cuda.h"
+#include "log.h"
 
 #ifdef HARP_CUDA_HEADERS
 #include <cuda_runtime_api.h>

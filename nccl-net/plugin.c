@@ -14,7 +14,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +24,7 @@
 
 #include "harp/harp.h"
 #include "cuda.h"
+#include "log.h"
 #include "plugin.h"
 #include "stripe.h"
 
@@ -75,7 +75,6 @@ static struct {
 	struct hp_dev dev[HP_MAX_DEVS];
 	int nvdev; /* what NCCL sees: g.vdev */
 	struct hp_vdev vdev[HP_MAX_DEVS];
-	hnccl_logger_fn logger;
 	struct hp_comm *connecting; /* connects whose set-up is in progress */
 	/* closed comms, oldest first, for comm_new to use again: a comm's memory is never given
 	 * back while the plugin is loaded (comm_enter) */
@@ -190,23 +189,6 @@ _Static_assert(HARP_HANDLE_USED + sizeof(struct hp_stage) + sizeof(struct hp_off
 	       "connect state and the listener's offer fit beside harp's handle");
 
 /* ---- logging -------------------------------------------------------------------------------- */
-
-/* file and line: where the message comes from, as NCCL prints them */
-void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
-	    const char *fmt, ...)
-{
-	char msg[1024]; /* libharp lines reach 1024 bytes; NCCL truncates its own at about that */
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (g.logger) {
-		g.logger(level, flags, file, line, "NET/HARP : %s", msg);
-	} else if (level == HNCCL_LOG_WARN) {
-		fprintf(stderr, "NET/HARP : %s\n", msg);
-	}
-}
 
 /* harp's own log lines go to NCCL's logger: errors and warnings as WARN, the rest as INFO. */
 static void hp_print(enum harp_log_level level, const char *msg)
@@ -460,7 +442,7 @@ hnccl_result_t hp_init(void **ctx, uint64_t comm_id, const struct hnccl_comm_con
 	c->comm_id = comm_id;
 	pthread_mutex_lock(&g.lock);
 	if (logger) {
-		g.logger = logger;
+		hp_log_set(logger);
 	}
 	if (!g.refs && !g.ndev) {
 		res = devices_create();

@@ -28,12 +28,6 @@ struct hp_props {
 	size_t max_coll_bytes;
 };
 
-/* Logs through NCCL's logger (stderr before init), prefixed NET/HARP. */
-void hp_log(enum hnccl_log_level level, unsigned long flags, const char *file, int line,
-	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-#define HP_WARN(...) hp_log(HNCCL_LOG_WARN, HNCCL_NET | HNCCL_INIT, __FILE__, __LINE__, __VA_ARGS__)
-#define HP_INFO(...) hp_log(HNCCL_LOG_INFO, HNCCL_NET | HNCCL_INIT, __FILE__, __LINE__, __VA_ARGS__)
-
 /* ctx: the context init returned, or NULL for the v8-v10 tables (one context per process). */
 hnccl_result_t hp_init(void **ctx, uint64_t comm_id, const struct hnccl_comm_config *config,
 		       hnccl_logger_fn logger, hnccl_profiler_fn profiler);

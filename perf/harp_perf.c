@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * harp-perf: measures an NCCL net plugin the way NCCL drives it. The plugin is dlopen()ed and
- * called through its ncclNetPlugin_vN table (tools/net_shim.c), each connection is a pair of
+ * called through its ncclNetPlugin_vN table (common/net_shim.c), each connection is a pair of
  * one-way comms (a send comm to the peer, a recv comm from it), messages are posted into a
  * window of slots and only the oldest request is tested, as NCCL's proxy does. Every received
  * byte is checked: message k of a flow is the pattern of its slot (k % window) with k stamped in

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A context: one interface, its engines and what set-up shares (the id allocator, the queue to
- * give the next connection). The API (api.c) owns it; set-up (control.c) reads it.
+ * give the next connection). The API (api.c) owns it; set-up (control.c) reads it; ctx.c keeps
+ * its connection ids for both.
  */
 #ifndef HARP_CTX_H
 #define HARP_CTX_H

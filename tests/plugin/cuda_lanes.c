@@ -34,7 +34,7 @@
 #include "harp/harp.h"
 #include "cuda.h"
 #include "fake_cudart.h"
-#include "plugin.h"
+#include "log.h"
 
 #define BUF_BYTES 4096
 #define GPU	  1 /* the buffer's device */
