@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 
 #include "chan.h"
-#include "engine.h"
 
-/* What one message says; 0, or -EPROTO (the connection failed) when it is not one of ours. */
+/* What one message says: 1 for CHAN_SILENT (chan_poll passes it on), else 0; -EPROTO (the
+ * connection failed) when it is not one of ours. */
 static int chan_take(struct harp_conn *c, const struct chan_msg *m, uint64_t now)
 {
 	struct ctrlmsg_chan msg;
@@ -31,7 +31,7 @@ static int chan_take(struct harp_conn *c, const struct chan_msg *m, uint64_t now
 		conn_on_probe_result(c, msg.round, msg.value, now);
 	} else if (msg.type == CHAN_SILENT) {
 		c->peer_hears_nothing_ms = msg.value ? msg.value : 1;
-		c->engine->silence_reports = true; /* zc_watch acts on it */
+		return 1; /* the engine's zc_watch acts on it */
 	} else if (msg.type == CHAN_UNHEARD) {
 		conn_on_peer_unheard(c, msg.value, now);
 	} else {
@@ -45,13 +45,13 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 {
 	struct chan_msg m[CONN_PROBE_CANDS]; /* a probe round's reports in one read */
 	size_t whole, i;
+	int err, silent = 0;
 	ssize_t n;
-	int err;
 
 	for (;;) {
 		n = recv(c->ctrl_fd, m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			return 0;
+			return silent;
 		}
 		if (n <= 0) {
 			/* the socket's own reason: ETIMEDOUT when keepalive or the user timeout
@@ -75,13 +75,14 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 		whole = (size_t)n / sizeof(m[0]);
 		if (!whole || recv(c->ctrl_fd, m, whole * sizeof(m[0]), MSG_DONTWAIT) !=
 				      (ssize_t)(whole * sizeof(m[0]))) {
-			return 0;
+			return silent;
 		}
 		for (i = 0; i < whole; i++) {
 			err = chan_take(c, &m[i], now);
-			if (err) {
+			if (err < 0) {
 				return err;
 			}
+			silent |= err;
 		}
 	}
 }

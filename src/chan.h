@@ -11,7 +11,8 @@
 #include "conn.h"
 #include "ctrlmsg.h" /* the messages: struct chan_msg, checked by ctrlmsg_chan_check */
 
-/* Reads what the peer said; 0, or -ECONNRESET (the connection failed) when it is gone. */
+/* Reads what the peer said: 1 when it said it hears nothing of ours (CHAN_SILENT, for the
+ * engine's zero-copy watchdog), else 0; a negative errno when it is gone (c failed). */
 int chan_poll(struct harp_conn *c, uint64_t now);
 /*
  * Notes for the peer that its probe (round, candidate) reached this connection's engine; the

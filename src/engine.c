@@ -962,7 +962,7 @@ static void read_control(struct harp_engine *e, uint64_t now, bool now_too)
 {
 	struct epoll_event evs[32];
 	struct harp_conn *c;
-	int n, i;
+	int n, i, err;
 
 	/* A connection waiting for its first path waits for the peer's report on the control
 	 * socket: read it every pass until then, so set-up takes one round trip, not 2 ms. The
@@ -975,8 +975,11 @@ static void read_control(struct harp_engine *e, uint64_t now, bool now_too)
 	for (i = 0; i < n; i++) {
 		c = evs[i].data.ptr;
 		tx_list_add(e, c); /* a path found: what waited for one may go */
-		if (chan_poll(c, now) < 0) {
+		err = chan_poll(c, now);
+		if (err < 0) {
 			epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->ctrl_fd, NULL);
+		} else if (err) {
+			e->silence_reports = true; /* zc_watch acts on it */
 		}
 	}
 }
