@@ -1277,41 +1277,30 @@ static uint64_t engine_due(const struct harp_engine *e, uint64_t now)
 	return e->next_timer_ns;
 }
 
-/* One pass; -1 when another thread is in one. by_keeper: the keeper runs it, not a caller. */
-static int engine_pass(struct harp_engine *e, bool by_keeper)
+/*
+ * The copy-mode fallback a watchdog asked for, and the port's health: false when the port is
+ * gone, and every connection adopted since has failed with it.
+ */
+static bool port_usable(struct harp_engine *e, uint64_t now)
 {
-	struct xsk_port *p = &e->port;
-	struct tx_batch b = { 0 };
-	uint64_t now;
-	uint32_t rx = 0, n, free_slots;
-	int i, err;
-
-	/* acquire: everything the previous runner of this engine wrote is visible to us */
-	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
-		/* Someone else is in a pass: the keeper, or another thread. Let it finish rather
-		 * than spin against it: if it was preempted mid-pass, nothing moves until it runs
-		 * again (under valgrind, whose threads take turns, a spinning caller kept a keeper
-		 * from finishing its pass for 16 s in CI). */
-		sched_yield();
-		return -1;
-	}
-	now = now_ns();
-	if (!by_keeper) { /* only the flag's holder writes it: no locked add */
-		atomic_store_explicit(&e->calls,
-				      atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
-	}
-	adopt(e, now);
-	if (p->zerocopy && e->env.copy_fallback &&
+	if (e->port.zerocopy && e->env.copy_fallback &&
 	    atomic_load_explicit(e->env.copy_fallback, memory_order_relaxed)) {
 		rebind_copy(e, now);
 	}
 	if (e->port_err) {
-		fail_all(e); /* connections adopted since */
-		atomic_store_explicit(&e->busy, false, memory_order_release);
-		return 0;
+		fail_all(e);
+		return false;
 	}
-	xsk_port_reclaim(p);
+	return true;
+}
+
+/* Up to four batches of the RX ring applied, and the probes among them answered. */
+static uint32_t rx_pass(struct harp_engine *e, uint64_t now)
+{
+	struct xsk_port *p = &e->port;
+	uint32_t rx = 0, n;
+	int i;
+
 	if (p->busy_poll) {
 		xsk_port_busy_poll(p);
 	}
@@ -1333,8 +1322,16 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 		chan_send_paths(c);
 	}
 	xsk_port_wake_rx(p);
-	take_requests(e, now);
-	timers_and_control(e, now, by_keeper);
+	return rx;
+}
+
+/* Acks and data into the TX descriptors the ring has room for, then the kick; frames sent. */
+static uint32_t tx_pass(struct harp_engine *e, uint64_t now)
+{
+	struct xsk_port *p = &e->port;
+	struct tx_batch b = { 0 };
+	uint32_t free_slots;
+	int err;
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
 	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
@@ -1357,10 +1354,44 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 	if (err < 0) {
 		kick_failed(e, err, now);
 	}
+	return b.used;
+}
+
+/* One pass; -1 when another thread is in one. by_keeper: the keeper runs it, not a caller. */
+static int engine_pass(struct harp_engine *e, bool by_keeper)
+{
+	uint32_t rx, tx;
+	uint64_t now;
+
+	/* acquire: everything the previous runner of this engine wrote is visible to us */
+	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
+		/* Someone else is in a pass: the keeper, or another thread. Let it finish rather
+		 * than spin against it: if it was preempted mid-pass, nothing moves until it runs
+		 * again (under valgrind, whose threads take turns, a spinning caller kept a keeper
+		 * from finishing its pass for 16 s in CI). */
+		sched_yield();
+		return -1;
+	}
+	now = now_ns();
+	if (!by_keeper) { /* only the flag's holder writes it: no locked add */
+		atomic_store_explicit(&e->calls,
+				      atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	}
+	adopt(e, now);
+	if (!port_usable(e, now)) {
+		atomic_store_explicit(&e->busy, false, memory_order_release);
+		return 0;
+	}
+	xsk_port_reclaim(&e->port);
+	rx = rx_pass(e, now);
+	take_requests(e, now);
+	timers_and_control(e, now, by_keeper);
+	tx = tx_pass(e, now);
 	atomic_store_explicit(&e->next_due_ns, engine_due(e, now), memory_order_relaxed);
 	/* release: our writes are visible to whichever thread runs the engine next */
 	atomic_store_explicit(&e->busy, false, memory_order_release);
-	return (int)(rx + b.used);
+	return (int)(rx + tx);
 }
 
 int engine_progress(struct harp_engine *e)
