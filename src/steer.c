@@ -284,72 +284,82 @@ static int open_pinned(const char *dir, const char *name, const char *ifname)
 	return err;
 }
 
-/*
- * The program harp-attach attached and pinned: its maps, once they prove to belong to the program
- * attached to this interface now and to steer a range that covers ours.
- */
-static int use_pinned(struct steer *s, const char *dir, const char *ifname, int ifindex,
-		      uint16_t port_lo, uint16_t port_hi)
+/* The three maps every harp-attach pins; on failure the caller closes those that did open. */
+static int open_pinned_maps(struct steer *s, const char *dir, const char *ifname)
 {
-	struct harp_xdp_config cfg;
-	__u32 key = 0, drv_id, skb_id;
-	char path[PATH_MAX];
+	s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
+	if (s->xsks_map_fd < 0) {
+		return s->xsks_map_fd;
+	}
+	s->counters_fd = open_pinned(dir, "counters", ifname);
+	if (s->counters_fd < 0) {
+		return s->counters_fd;
+	}
+	s->config_fd = open_pinned(dir, "harp_config", ifname);
+	return s->config_fd < 0 ? s->config_fd : 0;
+}
+
+/* The pinned program's config, once it proves made for this interface as it is now. */
+static int read_pinned_config(struct steer *s, const char *dir, const char *ifname, int ifindex,
+			      struct harp_xdp_config *cfg)
+{
+	__u32 key = 0;
 	int err;
 
-	err = s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
-	if (err < 0) {
-		goto err;
-	}
-	err = s->counters_fd = open_pinned(dir, "counters", ifname);
-	if (err < 0) {
-		goto err;
-	}
-	err = s->config_fd = open_pinned(dir, "harp_config", ifname);
-	if (err < 0) {
-		goto err;
-	}
-	if (bpf_map_lookup_elem(s->config_fd, &key, &cfg)) {
+	if (bpf_map_lookup_elem(s->config_fd, &key, cfg)) {
 		err = -errno;
 		pr_err("steer: reading %s/harp_config failed: %s", dir, strerror(errno));
-		goto err;
+		return err;
 	}
-	if ((int)cfg.ifindex != ifindex) {
-		err = -ESTALE;
+	if ((int)cfg->ifindex != ifindex) {
 		pr_err("steer: the maps pinned at %s were made for interface index %u, but %s is "
 		       "index %d now (was it re-created?): run `harp-attach up %s` again as root",
-		       dir, cfg.ifindex, ifname, ifindex, ifname);
-		goto err;
+		       dir, cfg->ifindex, ifname, ifindex, ifname);
+		return -ESTALE;
 	}
+	return 0;
+}
+
+/*
+ * The mode the pinned program runs in, once it proves to be the program attached to the
+ * interface now: another may have replaced it, or it was detached, since harp-attach pinned it.
+ */
+static int pinned_mode(const char *dir, const char *ifname, int ifindex,
+		       const struct harp_xdp_config *cfg, enum xdp_attach_mode *mode)
+{
+	__u32 drv_id, skb_id;
+	char now[32] = "none";
+	int err;
+
 	err = attached_ids(ifindex, &drv_id, &skb_id);
 	if (err) {
 		pr_err("steer: asking the kernel which XDP program runs on %s failed: %s", ifname,
 		       strerror(-err));
-		goto err;
+		return err;
 	}
-	s->attached_id = cfg.attach_id;
-	if (!cfg.attach_id || (cfg.attach_id != drv_id && cfg.attach_id != skb_id)) {
-		char now[32] = "none";
+	if (cfg->attach_id && (cfg->attach_id == drv_id || cfg->attach_id == skb_id)) {
+		*mode = cfg->attach_id == drv_id ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+		return 0;
+	}
+	if (drv_id || skb_id) {
+		snprintf(now, sizeof(now), "program id %u", drv_id ? drv_id : skb_id);
+	}
+	pr_err("steer: the maps pinned at %s belong to XDP program id %u, but %s runs %s "
+	       "(another program replaced harp's, or it was detached): run `harp-attach up "
+	       "%s` again as root",
+	       dir, cfg->attach_id, ifname, now, ifname);
+	return -ESTALE;
+}
 
-		if (drv_id || skb_id) {
-			snprintf(now, sizeof(now), "program id %u", drv_id ? drv_id : skb_id);
-		}
-		err = -ESTALE;
-		pr_err("steer: the maps pinned at %s belong to XDP program id %u, but %s runs %s "
-		       "(another program replaced harp's, or it was detached): run `harp-attach up "
-		       "%s` again as root",
-		       dir, cfg.attach_id, ifname, now, ifname);
-		goto err;
-	}
-	if (!cfg.port_lo || port_lo < cfg.port_lo || port_hi > cfg.port_hi) {
-		err = -ERANGE;
-		pr_err("steer: the XDP program on %s steers UDP ports %u-%u, but harp here uses "
-		       "%u-%u (HARP_PORT_BASE, HARP_PORT_COUNT): take them from the node profile "
-		       "(HARP_CONF), or run harp-attach up with --port-base/--port-count",
-		       ifname, cfg.port_lo, cfg.port_hi, port_lo, port_hi);
-		goto err;
-	}
-	/* A program pinned by an older harp-attach records no probes: paths still work (probes
-	 * are steered like any harp packet), only the diagnosis of a failed probe is poorer. */
+/*
+ * The maps an older harp-attach did not pin. Without probe_queues paths still work (probes are
+ * steered like any harp packet), only the diagnosis of a failed probe is poorer; without
+ * queue_owners a refused queue's holder goes unnamed.
+ */
+static void open_pinned_extras(struct steer *s, const char *dir, const char *ifname)
+{
+	char path[PATH_MAX];
+
 	if (snprintf(path, sizeof(path), "%s/probe_queues", dir) >= (int)sizeof(path)) {
 		path[0] = '\0';
 	}
@@ -359,20 +369,55 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 			"a queue will not be diagnosed; run `harp-attach up %s` again to fix",
 			path, ifname);
 	}
-	/* Likewise: without it a refused queue's holder goes unnamed. */
 	if (snprintf(path, sizeof(path), "%s/queue_owners", dir) >= (int)sizeof(path)) {
 		path[0] = '\0';
 	}
 	s->owners_fd = bpf_obj_get(path);
+}
+
+/*
+ * The program harp-attach attached and pinned: its maps, once they prove to belong to the program
+ * attached to this interface now and to steer a range that covers ours.
+ */
+static int use_pinned(struct steer *s, const char *dir, const char *ifname, int ifindex,
+		      uint16_t port_lo, uint16_t port_hi)
+{
+	enum xdp_attach_mode mode;
+	struct harp_xdp_config cfg;
+	int err;
+
+	err = open_pinned_maps(s, dir, ifname);
+	if (err) {
+		goto err_maps;
+	}
+	err = read_pinned_config(s, dir, ifname, ifindex, &cfg);
+	if (err) {
+		goto err_maps;
+	}
+	s->attached_id = cfg.attach_id;
+	err = pinned_mode(dir, ifname, ifindex, &cfg, &mode);
+	if (err) {
+		goto err_maps;
+	}
+	if (!cfg.port_lo || port_lo < cfg.port_lo || port_hi > cfg.port_hi) {
+		err = -ERANGE;
+		pr_err("steer: the XDP program on %s steers UDP ports %u-%u, but harp here uses "
+		       "%u-%u (HARP_PORT_BASE, HARP_PORT_COUNT): take them from the node profile "
+		       "(HARP_CONF), or run harp-attach up with --port-base/--port-count",
+		       ifname, cfg.port_lo, cfg.port_hi, port_lo, port_hi);
+		goto err_maps;
+	}
+	open_pinned_extras(s, dir, ifname);
 	s->pinned = true;
 	s->ifindex = ifindex;
-	s->xdp_mode = cfg.attach_id == drv_id ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+	s->xdp_mode = mode;
 	pr_info("steer: using the XDP program harp-attach attached to %s (%s mode, id %u, maps at "
 		"%s), UDP ports %u-%u of its %u-%u",
 		ifname, s->xdp_mode == XDP_MODE_SKB ? "skb" : "native", cfg.attach_id, dir, port_lo,
 		port_hi, cfg.port_lo, cfg.port_hi);
 	return 0;
-err:
+
+err_maps:
 	close_fd(&s->xsks_map_fd);
 	close_fd(&s->counters_fd);
 	close_fd(&s->config_fd);
