@@ -131,6 +131,17 @@ static int lock_interface(struct steer *s, const char *ifname, int ifindex)
 	return fd;
 }
 
+/*
+ * Lets the interface go: the file first, while we still hold it, so that no lock file per
+ * interface and network namespace piles up.
+ */
+static void unlock_interface(struct steer *s)
+{
+	unlink(s->lock_path);
+	close(s->lock_fd);
+	s->lock_fd = -1;
+}
+
 /* The XDP program ids attached to ifindex, by mode; 0 where none. */
 static int attached_ids(int ifindex, __u32 *drv_id, __u32 *skb_id)
 {
@@ -645,18 +656,19 @@ static int open_program(struct steer *s, bool frags)
 	return err;
 }
 
-int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
-		 uint16_t port_hi, const struct harp_params *params)
+/*
+ * The program harp-attach prepared, through the node agent or its pins: 0 once this steer uses
+ * it, a negative errno, or 1 when the node is not prepared (unprepared then says how to prepare
+ * it, for the error a failed attach of our own program gives).
+ */
+static int use_prepared(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
+			uint16_t port_hi, const struct harp_params *params, char *unprepared,
+			size_t len)
 {
-	enum xdp_attach_mode mode =
-		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
-	char dir[PATH_MAX], unprepared[PATH_MAX + 512] = "", agent_said[192] = "";
+	char dir[PATH_MAX], agent_said[192] = "";
 	struct stat st;
 	int err;
 
-	steer_reset(s);
-	libbpf_set_print(libbpf_print);
-	libxdp_set_print(libxdp_print);
 	if (params->agent_socket[0]) {
 		err = use_agent(s, params->agent_socket, ifname, port_lo, port_hi);
 		if (err <= 0) {
@@ -664,33 +676,49 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 			return err;
 		}
 	}
-	if (params->pin_root[0]) {
-		snprintf(dir, sizeof(dir), "%s/%s", params->pin_root, ifname);
-		if (!stat(dir, &st)) {
-			return use_pinned(s, dir, ifname, ifindex, port_lo, port_hi);
-		}
-		pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the "
-			 "XDP program here",
-			 dir, ifname);
-		if (params->agent_socket[0]) {
-			snprintf(agent_said, sizeof(agent_said), "no node agent (no socket at %s) and ",
-				 params->agent_socket);
-		}
-		snprintf(unprepared, sizeof(unprepared),
-			 "; %sno pins for %.15s (no %s), so harp loaded its own program: prepare the node "
-			 "with `harp-attach up %.15s`, or in a pod of a prepared node mount the host's "
-			 "/run/harp (docs/OPERATIONS.md)",
-			 agent_said, ifname, dir, ifname);
+	if (!params->pin_root[0]) {
+		return 1;
 	}
-	s->lock_fd = lock_interface(s, ifname, ifindex);
-	if (s->lock_fd < 0) {
-		return s->lock_fd;
+	snprintf(dir, sizeof(dir), "%s/%s", params->pin_root, ifname);
+	if (!stat(dir, &st)) {
+		return use_pinned(s, dir, ifname, ifindex, port_lo, port_hi);
 	}
-	remove_stale(ifname, ifindex);
+	pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the XDP "
+		 "program here",
+		 dir, ifname);
+	if (params->agent_socket[0]) {
+		snprintf(agent_said, sizeof(agent_said), "no node agent (no socket at %s) and ",
+			 params->agent_socket);
+	}
+	snprintf(unprepared, len,
+		 "; %sno pins for %.15s (no %s), so harp loaded its own program: prepare the node "
+		 "with `harp-attach up %.15s`, or in a pod of a prepared node mount the host's "
+		 "/run/harp (docs/OPERATIONS.md)",
+		 agent_said, ifname, dir, ifname);
+	return 1;
+}
+
+/* Our copy of the program and its object closed (a program made from our object leaves it open). */
+static void program_close(struct steer *s)
+{
+	xdp_program__close(s->prog);
+	s->prog = NULL;
+	harp_xdp__destroy(s->skel);
+	s->skel = NULL;
+}
+
+/*
+ * Our own program attached to the interface: the multi-buffer one, or the single-buffer one where
+ * the kernel knows no multi-buffer programs. On failure nothing of it is left open.
+ */
+static int attach_program(struct steer *s, const char *ifname, int ifindex,
+			  enum xdp_attach_mode mode, const char *unprepared)
+{
+	int err;
 
 	err = open_program(s, true);
 	if (err) {
-		goto err_skel;
+		goto err_prog;
 	}
 	err = xdp_program__attach(s->prog, ifindex, mode, 0);
 	if (err == -EINVAL) {
@@ -699,13 +727,10 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		pr_info("steer: the kernel refused the multi-buffer XDP program (%s); trying it "
 			"as a single-buffer one",
 			strerror(-err));
-		xdp_program__close(s->prog);
-		s->prog = NULL;
-		harp_xdp__destroy(s->skel);
-		s->skel = NULL;
+		program_close(s);
 		err = open_program(s, false);
 		if (err) {
-			goto err_skel;
+			goto err_prog;
 		}
 		err = xdp_program__attach(s->prog, ifindex, mode, 0);
 	}
@@ -715,20 +740,56 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		       attach_hint(-err), unprepared);
 		goto err_prog;
 	}
+	return 0;
+
+err_prog:
+	program_close(s);
+	return err;
+}
+
+/* The program we attached: the id that proves, later, it is still there, and its maps. */
+static void note_attached(struct steer *s, int ifindex, enum xdp_attach_mode mode)
+{
+	__u32 drv_id = 0, skb_id = 0;
+
 	s->ifindex = ifindex;
 	s->xdp_mode = mode;
-	{
-		__u32 drv_id = 0, skb_id = 0;
-
-		if (!attached_ids(ifindex, &drv_id, &skb_id)) {
-			s->attached_id = mode == XDP_MODE_SKB ? skb_id : drv_id;
-		}
+	if (!attached_ids(ifindex, &drv_id, &skb_id)) {
+		s->attached_id = mode == XDP_MODE_SKB ? skb_id : drv_id;
 	}
 	s->xsks_map_fd = bpf_map__fd(s->skel->maps.xsks_map);
 	s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 	s->config_fd = bpf_map__fd(s->skel->maps.harp_config);
 	s->probe_map_fd = bpf_map__fd(s->skel->maps.probe_queues);
 	s->owners_fd = bpf_map__fd(s->skel->maps.queue_owners);
+}
+
+int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
+		 uint16_t port_hi, const struct harp_params *params)
+{
+	enum xdp_attach_mode mode =
+		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	char unprepared[PATH_MAX + 512] = "";
+	int err;
+
+	steer_reset(s);
+	libbpf_set_print(libbpf_print);
+	libxdp_set_print(libxdp_print);
+	err = use_prepared(s, ifname, ifindex, port_lo, port_hi, params, unprepared,
+			   sizeof(unprepared));
+	if (err <= 0) {
+		return err;
+	}
+	s->lock_fd = lock_interface(s, ifname, ifindex);
+	if (s->lock_fd < 0) {
+		return s->lock_fd;
+	}
+	remove_stale(ifname, ifindex);
+	err = attach_program(s, ifname, ifindex, mode, unprepared);
+	if (err) {
+		goto err_lock;
+	}
+	note_attached(s, ifindex, mode);
 	err = write_config(s, ifname, port_lo, port_hi);
 	if (err) {
 		xdp_program__detach(s->prog, ifindex, mode, 0);
@@ -739,14 +800,9 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	return 0;
 
 err_prog:
-	xdp_program__close(s->prog); /* made from our object, so it leaves the object open */
-	s->prog = NULL;
-err_skel:
-	harp_xdp__destroy(s->skel);
-	s->skel = NULL;
-	unlink(s->lock_path);
-	close(s->lock_fd);
-	s->lock_fd = -1;
+	program_close(s);
+err_lock:
+	unlock_interface(s);
 	return err;
 }
 
@@ -771,12 +827,8 @@ void steer_detach(struct steer *s)
 		return;
 	}
 	xdp_program__detach(s->prog, s->ifindex, s->xdp_mode, 0);
-	xdp_program__close(s->prog);
-	harp_xdp__destroy(s->skel);
-	/* after the detach: the next harp finds the hook free; the file goes first, while we
-	 * still hold it, so that no lock file per interface and network namespace piles up */
-	unlink(s->lock_path);
-	close(s->lock_fd);
+	program_close(s);
+	unlock_interface(s); /* after the detach: the next harp finds the hook free */
 	steer_reset(s);
 }
 
