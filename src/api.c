@@ -334,12 +334,58 @@ static void ctx_threads_stop(struct harp_ctx *ctx)
 	}
 }
 
+/* The line that says what the context runs on: queues, AF_XDP mode, MTU, descriptors, pages. */
+static void ctx_report(const struct harp_ctx *ctx)
+{
+	const struct xsk_port *port = &ctx->engines[0].port;
+	char queues[192];
+	uint64_t bits = 0;
+	int q;
+
+	for (q = 0; q < ctx->nengines; q++) {
+		bits |= 1ull << ctx->engines[q].queue;
+	}
+	queue_set_text(queues, sizeof(queues), bits);
+	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
+		"bytes per packet, %s), UMEM on %s",
+		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
+		port->zerocopy ? "zero-copy" : "copy",
+		port->zc_refused ? " (zero copy refused: " :
+		port->zc_quirk   ? " (zero copy untried: the driver's known fault" :
+				   "",
+		port->zc_refused ? strerror(port->zc_refused) : "",
+		port->zc_refused || port->zc_quirk ? ")" : "", ctx->ip_mtu, ctx->payload_max,
+		port->sg         ? "multi-buffer: descriptor chains" :
+		port->sg_refused ? "one descriptor each: multi-buffer refused" :
+				   "one descriptor each",
+		port->area.huge ? "hugepages" : "normal pages");
+}
+
+/* How flows find their engines here, and what a single queue costs. */
+static void ctx_report_flows(const struct harp_ctx *ctx)
+{
+	if (ctx->nengines == 1 && ctx->ifi.rx_queues == 1) {
+		/* NCCL gives each peer a connection per channel, and one engine carries them all */
+		pr_info("%s: one queue, so one engine on one core carries every connection: a NIC "
+			"with N queues gives harp up to N engines (ethtool -L %s combined N where the "
+			"driver allows it; a veth pair is made with numtxqueues N numrxqueues N)",
+			ctx->ifi.name, ctx->ifi.name);
+	}
+	if (ctx->ifi.rss_table) {
+		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
+			ctx->ifi.name, ctx->ifi.rss_table);
+	} else {
+		pr_info("%s: no RSS table, so something outside the NIC picks each flow's queue (a "
+			"host's tap: the queue that last sent the flow): each port pair stays with "
+			"one engine, and STEER frames keep the peer's paths on theirs",
+			ctx->ifi.name);
+	}
+}
+
 struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 {
 	struct harp_ctx *ctx = calloc(1, sizeof(*ctx));
-	char queues[192];
-	uint64_t bits = 0;
-	int err, q;
+	int err;
 
 	if (!ctx) {
 		errno = ENOMEM;
@@ -376,40 +422,8 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	if (err) {
 		goto err_engines;
 	}
-	for (q = 0; q < ctx->nengines; q++) {
-		bits |= 1ull << ctx->engines[q].queue;
-	}
-	queue_set_text(queues, sizeof(queues), bits);
-	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
-		"bytes per packet, %s), UMEM on %s",
-		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
-		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy",
-		ctx->engines[0].port.zc_refused ? " (zero copy refused: " :
-		ctx->engines[0].port.zc_quirk	? " (zero copy untried: the driver's known fault" :
-						  "",
-		ctx->engines[0].port.zc_refused ? strerror(ctx->engines[0].port.zc_refused) : "",
-		ctx->engines[0].port.zc_refused || ctx->engines[0].port.zc_quirk ? ")" : "",
-		ctx->ip_mtu, ctx->payload_max,
-		ctx->engines[0].port.sg		 ? "multi-buffer: descriptor chains" :
-		ctx->engines[0].port.sg_refused ? "one descriptor each: multi-buffer refused" :
-						  "one descriptor each",
-		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
-	if (ctx->nengines == 1 && ctx->ifi.rx_queues == 1) {
-		/* NCCL gives each peer a connection per channel, and one engine carries them all */
-		pr_info("%s: one queue, so one engine on one core carries every connection: a NIC "
-			"with N queues gives harp up to N engines (ethtool -L %s combined N where the "
-			"driver allows it; a veth pair is made with numtxqueues N numrxqueues N)",
-			ctx->ifi.name, ctx->ifi.name);
-	}
-	if (ctx->ifi.rss_table) {
-		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
-			ctx->ifi.name, ctx->ifi.rss_table);
-	} else {
-		pr_info("%s: no RSS table, so something outside the NIC picks each flow's queue (a "
-			"host's tap: the queue that last sent the flow): each port pair stays with "
-			"one engine, and STEER frames keep the peer's paths on theirs",
-			ctx->ifi.name);
-	}
+	ctx_report(ctx);
+	ctx_report_flows(ctx);
 	return ctx;
 
 err_engines:
