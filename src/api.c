@@ -45,18 +45,10 @@ int harp_settings_check(char *err, size_t errlen)
 	return params_load_env(&p, err, errlen);
 }
 
-/* Options override the environment, which overrides defaults. */
-static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
-{
-	char err[256], num[16];
-	int rc;
-
-	rc = params_load_env(p, err, sizeof(err));
-	if (rc) {
-		pr_err("%s", err);
-		return rc;
-	}
 #ifndef HARP_FAULT_INJECTION
+/* The fault injector's settings, set for a build that has none. */
+static void warn_no_fault_injector(const struct harp_params *p)
+{
 	if (p->fault_drop_ppm) {
 		pr_warn("HARP_FAULT_DROP_PPM=%d is ignored: this build has no fault injector (a test "
 			"build configured with -DHARP_FAULT_INJECTION=ON has one)",
@@ -74,33 +66,92 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		pr_warn("HARP_FAULT_ZC_TX_CORRUPT_MS=%d is ignored: this build has no fault injector",
 			p->fault_zc_tx_corrupt_ms);
 	}
+}
+#else
+static void warn_no_fault_injector(const struct harp_params *p)
+{
+	(void)p;
+}
 #endif
-	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
-		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
-		       (size_t)HARP_CTX_OPTS_SZ_V1);
-		return -EINVAL;
-	}
-	if (opts && opts->ifname) {
-		rc = params_set(p, "HARP_IFNAME", opts->ifname, err, sizeof(err));
+
+/* harp_ctx_opts set as the variables they stand for would be; err says why one is refused. */
+static int ctx_opts_apply(struct harp_params *p, const struct harp_ctx_opts *opts, char *err,
+			  size_t errlen)
+{
+	char num[16];
+	int rc;
+
+	if (opts->ifname) {
+		rc = params_set(p, "HARP_IFNAME", opts->ifname, err, errlen);
 		if (rc) {
-			goto bad;
+			return rc;
 		}
 	}
 #define OPT_INT(field, env)                                                           \
-	if (opts && opts->field) {                                                    \
+	if (opts->field) {                                                            \
 		snprintf(num, sizeof(num), "%d", opts->field);                         \
-		rc = params_set(p, env, num, err, sizeof(err));                        \
+		rc = params_set(p, env, num, err, errlen);                             \
 		if (rc) {                                                              \
-			goto bad;                                                      \
+			return rc;                                                     \
 		}                                                                      \
 	}
 	OPT_INT(queues, "HARP_QUEUES") /* a count */
 	OPT_INT(port_base, "HARP_PORT_BASE")
 	OPT_INT(mtu, "HARP_MTU")
 #undef OPT_INT
-	rc = params_validate(p, err, sizeof(err));
+	return 0;
+}
+
+/* Prefixes or a list, as NCCL_SOCKET_IFNAME takes them: the first interface they select. */
+static int ctx_ifname_pick(struct harp_params *p)
+{
+	char first[1][16];
+	int n;
+
+	if (ifmatch_is_plain(p->ifname)) {
+		return 0;
+	}
+	n = harp_ifname_match(p->ifname, first, 1);
+	if (n <= 0 && !strpbrk(p->ifname, ",^=")) {
+		pr_err("interface %s: %s (nor does any interface that is up with an IPv4 "
+		       "address start with it)",
+		       p->ifname, strerror(ENODEV));
+		return -ENODEV;
+	}
+	if (n <= 0) {
+		pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
+		       p->ifname);
+		return -ENODEV;
+	}
+	pr_info("HARP_IFNAME=%s selects %s", p->ifname, first[0]);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", first[0]);
+	return 0;
+}
+
+/* Options override the environment, which overrides defaults. */
+static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
+{
+	char err[256];
+	int rc;
+
+	rc = params_load_env(p, err, sizeof(err));
 	if (rc) {
-		goto bad;
+		pr_err("%s", err);
+		return rc;
+	}
+	warn_no_fault_injector(p);
+	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
+		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
+		       (size_t)HARP_CTX_OPTS_SZ_V1);
+		return -EINVAL;
+	}
+	rc = opts ? ctx_opts_apply(p, opts, err, sizeof(err)) : 0;
+	if (!rc) {
+		rc = params_validate(p, err, sizeof(err));
+	}
+	if (rc) {
+		pr_err("%s", err);
+		return rc;
 	}
 	if (p->auth && auth_load(err, sizeof(err))) {
 		pr_err("%s", err); /* now, not at the first connection */
@@ -111,29 +162,7 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		       "that reaches the peers");
 		return -EINVAL;
 	}
-	if (!ifmatch_is_plain(p->ifname)) {
-		/* prefixes or a list, as NCCL_SOCKET_IFNAME: the first interface it selects */
-		char first[1][16];
-		int n = harp_ifname_match(p->ifname, first, 1);
-
-		if (n <= 0 && !strpbrk(p->ifname, ",^=")) {
-			pr_err("interface %s: %s (nor does any interface that is up with an IPv4 "
-			       "address start with it)",
-			       p->ifname, strerror(ENODEV));
-			return -ENODEV;
-		}
-		if (n <= 0) {
-			pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
-			       p->ifname);
-			return -ENODEV;
-		}
-		pr_info("HARP_IFNAME=%s selects %s", p->ifname, first[0]);
-		snprintf(p->ifname, sizeof(p->ifname), "%s", first[0]);
-	}
-	return 0;
-bad:
-	pr_err("%s", err);
-	return rc;
+	return ctx_ifname_pick(p);
 }
 
 static int ctx_interface(struct harp_ctx *ctx)
