@@ -347,24 +347,18 @@ static void vdevs_create(void)
 	}
 }
 
-/* Checks every HARP_* variable, then opens harp on each interface HARP_IFNAME selects. */
-static hnccl_result_t devices_create(void)
+/* The interfaces HARP_IFNAME selects, at most HP_MAX_DEVS of them; 0, said, where none is. */
+static int devices_pick(char (*names)[16])
 {
-	char names[HARP_IFMATCH_MAX][16], err[256];
 	const char *spec = getenv("HARP_IFNAME");
-	int n, i, rc;
+	int n;
 
-	rc = harp_settings_check(err, sizeof(err));
-	if (rc) {
-		HP_WARN("%s; harp is off, NCCL falls back to its other transports", err);
-		return HNCCL_INVALID_ARGUMENT;
-	}
 	n = harp_ifname_match(spec, names, HARP_IFMATCH_MAX);
 	if (n <= 0) {
 		HP_WARN("no interface that is up with an IPv4 address matches HARP_IFNAME=%s; set "
 			"HARP_IFNAME to the interface that reaches the other nodes",
 			spec ? spec : "(unset: ^docker,lo,virbr)");
-		return HNCCL_SYSTEM_ERROR;
+		return 0;
 	}
 	if (!spec || !*spec) {
 		n = 1; /* unset: the first interface only, as NCCL's socket transport would pick */
@@ -374,14 +368,77 @@ static hnccl_result_t devices_create(void)
 			HP_MAX_DEVS);
 		n = HP_MAX_DEVS;
 	}
+	return n;
+}
+
+/* harp on one interface: its context, and what NCCL is told of it (name, guid, speed, GPUs). */
+static int dev_open(struct hp_dev *d, const char *name)
+{
+	struct harp_ctx_opts opts = { .sz = sizeof(opts), .ifname = name };
+	int rc;
+
+	d->ctx = harp_ctx__create(&opts);
+	if (!d->ctx) {
+		return -errno;
+	}
+	harp_ctx__info(d->ctx, &d->info);
+	memcpy(d->name, name, sizeof(d->name));
+	d->pci_path = sysfs_device_path(name);
+	d->guid = mac_guid(name);
+	d->speed = d->info.speed_mbps;
+	if (d->info.speed_assumed) {
+		HP_INFO("%s does not report its speed (as on ENA); assuming %d Mbit/s, set "
+			"HARP_SPEED_MBPS to the link's real speed",
+			name, d->speed);
+	}
+	if (d->info.cuda && hp_cuda_start()) {
+		rc = hp_cuda_attach(d->ctx, &d->cuda);
+		if (rc) {
+			HP_INFO("%s: GPU buffers go through host memory: %s", name, strerror(-rc));
+		}
+	}
+	return 0;
+}
+
+/* The line that says what device i runs on. */
+static void dev_report(const struct hp_dev *d, int i)
+{
+	HP_INFO("device %d: %s %s, %d queue%s (an engine each, %s), a comm over %d "
+		"connection%s (HARP_STRIPES%s), XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
+		"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
+		i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
+		d->info.queues == 1 ? "" : "s",
+		d->info.engine_threads ? "each on a thread of its own" :
+					 "run by the threads that call test()",
+		d->info.stripes, d->info.stripes == 1 ? "" : "s: its large messages cut over them",
+		d->info.stripes > 1 ? ": one per engine in turn" : "",
+		d->info.xdp_native ? "native" : "skb",
+		harp_mode_name(d->info.mode), d->info.mtu,
+		d->info.payload_max,
+		d->info.multi_buffer ? "multi-buffer: descriptor chains" : "one descriptor each",
+		d->info.port_base,
+		d->info.hugepages ? "UMEM on hugepages" : "UMEM on normal pages", d->speed);
+}
+
+/* Checks every HARP_* variable, then opens harp on each interface HARP_IFNAME selects. */
+static hnccl_result_t devices_create(void)
+{
+	char names[HARP_IFMATCH_MAX][16], err[256];
+	int n, i, rc;
+
+	rc = harp_settings_check(err, sizeof(err));
+	if (rc) {
+		HP_WARN("%s; harp is off, NCCL falls back to its other transports", err);
+		return HNCCL_INVALID_ARGUMENT;
+	}
+	n = devices_pick(names);
+	if (!n) {
+		return HNCCL_SYSTEM_ERROR;
+	}
 	harp_set_print(hp_print);
 	for (i = 0; i < n; i++) {
-		struct hp_dev *d = &g.dev[i];
-		struct harp_ctx_opts opts = { .sz = sizeof(opts), .ifname = names[i] };
-
-		d->ctx = harp_ctx__create(&opts);
-		if (!d->ctx) {
-			rc = -errno;
+		rc = dev_open(&g.dev[i], names[i]);
+		if (rc) {
 			HP_WARN("cannot run on %s (%s; the line above says why); harp is off, NCCL "
 				"falls back to its other transports",
 				names[i], strerror(-rc));
@@ -389,39 +446,8 @@ static hnccl_result_t devices_create(void)
 			devices_destroy();
 			return rc == -EINVAL ? HNCCL_INVALID_ARGUMENT : HNCCL_SYSTEM_ERROR;
 		}
-		harp_ctx__info(d->ctx, &d->info);
-		memcpy(d->name, names[i], sizeof(d->name));
-		d->pci_path = sysfs_device_path(names[i]);
-		d->guid = mac_guid(names[i]);
-		d->speed = d->info.speed_mbps;
-		if (d->info.speed_assumed) {
-			HP_INFO("%s does not report its speed (as on ENA); assuming %d Mbit/s, set "
-				"HARP_SPEED_MBPS to the link's real speed",
-				names[i], d->speed);
-		}
 		g.ndev = i + 1;
-		if (d->info.cuda && hp_cuda_start()) {
-			rc = hp_cuda_attach(d->ctx, &d->cuda);
-			if (rc) {
-				HP_INFO("%s: GPU buffers go through host memory: %s", names[i],
-					strerror(-rc));
-			}
-		}
-		HP_INFO("device %d: %s %s, %d queue%s (an engine each, %s), a comm over %d "
-			"connection%s (HARP_STRIPES%s), XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
-			"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
-			i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
-			d->info.queues == 1 ? "" : "s",
-			d->info.engine_threads ? "each on a thread of its own" :
-						 "run by the threads that call test()",
-			d->info.stripes, d->info.stripes == 1 ? "" : "s: its large messages cut over them",
-			d->info.stripes > 1 ? ": one per engine in turn" : "",
-			d->info.xdp_native ? "native" : "skb",
-			harp_mode_name(d->info.mode), d->info.mtu,
-			d->info.payload_max,
-			d->info.multi_buffer ? "multi-buffer: descriptor chains" : "one descriptor each",
-			d->info.port_base,
-			d->info.hugepages ? "UMEM on hugepages" : "UMEM on normal pages", d->speed);
+		dev_report(&g.dev[i], i);
 	}
 	vdevs_create();
 	return HNCCL_SUCCESS;

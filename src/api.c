@@ -45,18 +45,10 @@ int harp_settings_check(char *err, size_t errlen)
 	return params_load_env(&p, err, errlen);
 }
 
-/* Options override the environment, which overrides defaults. */
-static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
-{
-	char err[256], num[16];
-	int rc;
-
-	rc = params_load_env(p, err, sizeof(err));
-	if (rc) {
-		pr_err("%s", err);
-		return rc;
-	}
 #ifndef HARP_FAULT_INJECTION
+/* The fault injector's settings, set for a build that has none. */
+static void warn_no_fault_injector(const struct harp_params *p)
+{
 	if (p->fault_drop_ppm) {
 		pr_warn("HARP_FAULT_DROP_PPM=%d is ignored: this build has no fault injector (a test "
 			"build configured with -DHARP_FAULT_INJECTION=ON has one)",
@@ -74,33 +66,92 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		pr_warn("HARP_FAULT_ZC_TX_CORRUPT_MS=%d is ignored: this build has no fault injector",
 			p->fault_zc_tx_corrupt_ms);
 	}
+}
+#else
+static void warn_no_fault_injector(const struct harp_params *p)
+{
+	(void)p;
+}
 #endif
-	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
-		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
-		       (size_t)HARP_CTX_OPTS_SZ_V1);
-		return -EINVAL;
-	}
-	if (opts && opts->ifname) {
-		rc = params_set(p, "HARP_IFNAME", opts->ifname, err, sizeof(err));
+
+/* harp_ctx_opts set as the variables they stand for would be; err says why one is refused. */
+static int ctx_opts_apply(struct harp_params *p, const struct harp_ctx_opts *opts, char *err,
+			  size_t errlen)
+{
+	char num[16];
+	int rc;
+
+	if (opts->ifname) {
+		rc = params_set(p, "HARP_IFNAME", opts->ifname, err, errlen);
 		if (rc) {
-			goto bad;
+			return rc;
 		}
 	}
 #define OPT_INT(field, env)                                                           \
-	if (opts && opts->field) {                                                    \
+	if (opts->field) {                                                            \
 		snprintf(num, sizeof(num), "%d", opts->field);                         \
-		rc = params_set(p, env, num, err, sizeof(err));                        \
+		rc = params_set(p, env, num, err, errlen);                             \
 		if (rc) {                                                              \
-			goto bad;                                                      \
+			return rc;                                                     \
 		}                                                                      \
 	}
 	OPT_INT(queues, "HARP_QUEUES") /* a count */
 	OPT_INT(port_base, "HARP_PORT_BASE")
 	OPT_INT(mtu, "HARP_MTU")
 #undef OPT_INT
-	rc = params_validate(p, err, sizeof(err));
+	return 0;
+}
+
+/* Prefixes or a list, as NCCL_SOCKET_IFNAME takes them: the first interface they select. */
+static int ctx_ifname_pick(struct harp_params *p)
+{
+	char first[1][16];
+	int n;
+
+	if (ifmatch_is_plain(p->ifname)) {
+		return 0;
+	}
+	n = harp_ifname_match(p->ifname, first, 1);
+	if (n <= 0 && !strpbrk(p->ifname, ",^=")) {
+		pr_err("interface %s: %s (nor does any interface that is up with an IPv4 "
+		       "address start with it)",
+		       p->ifname, strerror(ENODEV));
+		return -ENODEV;
+	}
+	if (n <= 0) {
+		pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
+		       p->ifname);
+		return -ENODEV;
+	}
+	pr_info("HARP_IFNAME=%s selects %s", p->ifname, first[0]);
+	snprintf(p->ifname, sizeof(p->ifname), "%s", first[0]);
+	return 0;
+}
+
+/* Options override the environment, which overrides defaults. */
+static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
+{
+	char err[256];
+	int rc;
+
+	rc = params_load_env(p, err, sizeof(err));
 	if (rc) {
-		goto bad;
+		pr_err("%s", err);
+		return rc;
+	}
+	warn_no_fault_injector(p);
+	if (opts && opts->sz < HARP_CTX_OPTS_SZ_V1) {
+		pr_err("harp_ctx_opts.sz is %zu; expected at least %zu", opts->sz,
+		       (size_t)HARP_CTX_OPTS_SZ_V1);
+		return -EINVAL;
+	}
+	rc = opts ? ctx_opts_apply(p, opts, err, sizeof(err)) : 0;
+	if (!rc) {
+		rc = params_validate(p, err, sizeof(err));
+	}
+	if (rc) {
+		pr_err("%s", err);
+		return rc;
 	}
 	if (p->auth && auth_load(err, sizeof(err))) {
 		pr_err("%s", err); /* now, not at the first connection */
@@ -111,29 +162,7 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 		       "that reaches the peers");
 		return -EINVAL;
 	}
-	if (!ifmatch_is_plain(p->ifname)) {
-		/* prefixes or a list, as NCCL_SOCKET_IFNAME: the first interface it selects */
-		char first[1][16];
-		int n = harp_ifname_match(p->ifname, first, 1);
-
-		if (n <= 0 && !strpbrk(p->ifname, ",^=")) {
-			pr_err("interface %s: %s (nor does any interface that is up with an IPv4 "
-			       "address start with it)",
-			       p->ifname, strerror(ENODEV));
-			return -ENODEV;
-		}
-		if (n <= 0) {
-			pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
-			       p->ifname);
-			return -ENODEV;
-		}
-		pr_info("HARP_IFNAME=%s selects %s", p->ifname, first[0]);
-		snprintf(p->ifname, sizeof(p->ifname), "%s", first[0]);
-	}
-	return 0;
-bad:
-	pr_err("%s", err);
-	return rc;
+	return ctx_ifname_pick(p);
 }
 
 static int ctx_interface(struct harp_ctx *ctx)
@@ -334,12 +363,58 @@ static void ctx_threads_stop(struct harp_ctx *ctx)
 	}
 }
 
+/* The line that says what the context runs on: queues, AF_XDP mode, MTU, descriptors, pages. */
+static void ctx_report(const struct harp_ctx *ctx)
+{
+	const struct xsk_port *port = &ctx->engines[0].port;
+	char queues[192];
+	uint64_t bits = 0;
+	int q;
+
+	for (q = 0; q < ctx->nengines; q++) {
+		bits |= 1ull << ctx->engines[q].queue;
+	}
+	queue_set_text(queues, sizeof(queues), bits);
+	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
+		"bytes per packet, %s), UMEM on %s",
+		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
+		port->zerocopy ? "zero-copy" : "copy",
+		port->zc_refused ? " (zero copy refused: " :
+		port->zc_quirk   ? " (zero copy untried: the driver's known fault" :
+				   "",
+		port->zc_refused ? strerror(port->zc_refused) : "",
+		port->zc_refused || port->zc_quirk ? ")" : "", ctx->ip_mtu, ctx->payload_max,
+		port->sg         ? "multi-buffer: descriptor chains" :
+		port->sg_refused ? "one descriptor each: multi-buffer refused" :
+				   "one descriptor each",
+		port->area.huge ? "hugepages" : "normal pages");
+}
+
+/* How flows find their engines here, and what a single queue costs. */
+static void ctx_report_flows(const struct harp_ctx *ctx)
+{
+	if (ctx->nengines == 1 && ctx->ifi.rx_queues == 1) {
+		/* NCCL gives each peer a connection per channel, and one engine carries them all */
+		pr_info("%s: one queue, so one engine on one core carries every connection: a NIC "
+			"with N queues gives harp up to N engines (ethtool -L %s combined N where the "
+			"driver allows it; a veth pair is made with numtxqueues N numrxqueues N)",
+			ctx->ifi.name, ctx->ifi.name);
+	}
+	if (ctx->ifi.rss_table) {
+		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
+			ctx->ifi.name, ctx->ifi.rss_table);
+	} else {
+		pr_info("%s: no RSS table, so something outside the NIC picks each flow's queue (a "
+			"host's tap: the queue that last sent the flow): each port pair stays with "
+			"one engine, and STEER frames keep the peer's paths on theirs",
+			ctx->ifi.name);
+	}
+}
+
 struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 {
 	struct harp_ctx *ctx = calloc(1, sizeof(*ctx));
-	char queues[192];
-	uint64_t bits = 0;
-	int err, q;
+	int err;
 
 	if (!ctx) {
 		errno = ENOMEM;
@@ -376,40 +451,8 @@ struct harp_ctx *harp_ctx__create(const struct harp_ctx_opts *opts)
 	if (err) {
 		goto err_engines;
 	}
-	for (q = 0; q < ctx->nengines; q++) {
-		bits |= 1ull << ctx->engines[q].queue;
-	}
-	queue_set_text(queues, sizeof(queues), bits);
-	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
-		"bytes per packet, %s), UMEM on %s",
-		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
-		ctx->engines[0].port.zerocopy ? "zero-copy" : "copy",
-		ctx->engines[0].port.zc_refused ? " (zero copy refused: " :
-		ctx->engines[0].port.zc_quirk	? " (zero copy untried: the driver's known fault" :
-						  "",
-		ctx->engines[0].port.zc_refused ? strerror(ctx->engines[0].port.zc_refused) : "",
-		ctx->engines[0].port.zc_refused || ctx->engines[0].port.zc_quirk ? ")" : "",
-		ctx->ip_mtu, ctx->payload_max,
-		ctx->engines[0].port.sg		 ? "multi-buffer: descriptor chains" :
-		ctx->engines[0].port.sg_refused ? "one descriptor each: multi-buffer refused" :
-						  "one descriptor each",
-		ctx->engines[0].port.area.huge ? "hugepages" : "normal pages");
-	if (ctx->nengines == 1 && ctx->ifi.rx_queues == 1) {
-		/* NCCL gives each peer a connection per channel, and one engine carries them all */
-		pr_info("%s: one queue, so one engine on one core carries every connection: a NIC "
-			"with N queues gives harp up to N engines (ethtool -L %s combined N where the "
-			"driver allows it; a veth pair is made with numtxqueues N numrxqueues N)",
-			ctx->ifi.name, ctx->ifi.name);
-	}
-	if (ctx->ifi.rss_table) {
-		pr_info("%s: the NIC hashes flows to queues (an RSS table of %d entries)",
-			ctx->ifi.name, ctx->ifi.rss_table);
-	} else {
-		pr_info("%s: no RSS table, so something outside the NIC picks each flow's queue (a "
-			"host's tap: the queue that last sent the flow): each port pair stays with "
-			"one engine, and STEER frames keep the peer's paths on theirs",
-			ctx->ifi.name);
-	}
+	ctx_report(ctx);
+	ctx_report_flows(ctx);
 	return ctx;
 
 err_engines:

@@ -389,108 +389,114 @@ static void ack_list_add(struct harp_engine *e, struct harp_conn *c)
 	}
 }
 
-/* A packet in one piece, or in several (pk, with frame and len NULL and 0). */
-static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
-		   const struct wire_pieces *pk, uint64_t now)
+/* A packet in one piece, or in several (pk); a frame that is not bulk DATA is joined first. */
+static enum wire_err rx_parse(struct harp_engine *e, const uint8_t *frame, uint32_t len,
+			      const struct wire_pieces *pk, struct wire_pkt *p)
 {
-	struct wire_pkt p;
-	struct harp_conn *c;
 	enum wire_err err;
 	bool join = false;
+	uint32_t i;
 
-	e->stats.rx_packets++;
-	if (fault_drop(e)) {
-		return;
+	if (!pk) {
+		return wire_parse(frame, len, p);
 	}
-	if (pk) {
-		err = wire_parse_pieces(pk, &p, &join);
-		if (join) { /* not a bulk DATA frame: its pieces copied together, parsed whole */
-			uint32_t i;
-
-			for (i = 0, len = 0; i < pk->n; len += pk->len[i], i++) {
-				memcpy(e->rx_joined + len, pk->at[i], pk->len[i]);
-			}
-			err = wire_parse(e->rx_joined, len, &p);
+	err = wire_parse_pieces(pk, p, &join);
+	if (join) { /* its pieces copied together, parsed whole */
+		for (i = 0, len = 0; i < pk->n; len += pk->len[i], i++) {
+			memcpy(e->rx_joined + len, pk->at[i], pk->len[i]);
 		}
-	} else {
-		err = wire_parse(frame, len, &p);
+		err = wire_parse(e->rx_joined, len, p);
 	}
-	if (err != WIRE_OK) {
-		e->stats.rx_bad++;
-		return;
-	}
-	if (p.h.type == HARP_PKT_STEER) {
-		e->stats.rx_steer++; /* its work was done on the way, in the peer's host */
-		return;
-	}
-	c = e->by_slot[p.h.conn_id & (HARP_MAX_CONNS - 1)];
+	return err;
+}
+
+/* The ready connection a packet is for, or NULL when none here is (counted). */
+static struct harp_conn *rx_conn(struct harp_engine *e, const struct wire_pkt *p)
+{
+	struct harp_conn *c = e->by_slot[p->h.conn_id & (HARP_MAX_CONNS - 1)];
+
 	/* the addresses too: a frame of ours reflected back at us (its conn_id is the peer's,
 	 * which may equal one of ours, and its token is the session's) is not the peer's */
-	if (!c || c->id != p.h.conn_id || c->token != p.h.token ||
-	    p.src_ip != c->path.dst_ip || p.dst_ip != c->path.src_ip ||
-	    atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
-		if (p.h.type == HARP_PKT_PROBE) {
-			/* a port pair that hashes to this queue, not the connection's: the prober
-			 * hears nothing of it and does not use it */
-			e->stats.rx_probes_elsewhere++;
-			return;
-		}
+	if (c && c->id == p->h.conn_id && c->token == p->h.token &&
+	    p->src_ip == c->path.dst_ip && p->dst_ip == c->path.src_ip &&
+	    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+		return c;
+	}
+	if (p->h.type == HARP_PKT_PROBE) {
+		/* a port pair that hashes to this queue, not the connection's: the prober hears
+		 * nothing of it and does not use it */
+		e->stats.rx_probes_elsewhere++;
+	} else {
 		e->stats.rx_unknown_conn++;
-		return;
 	}
-	if (fault_deaf(e, c)) {
-		return;
-	}
-	/* HARP_AUTH: nothing of a frame is applied before its MAC holds and its counter is new; a
-	 * connection without it takes no frame that has one (and the reverse) */
-	if (unlikely(!c->auth != !p.trailer)) {
-		e->stats.rx_bad_auth++;
-		return;
-	}
-	if (c->auth) {
-		enum auth_verdict v = auth_open(c->auth, p.src_port, p.dst_port, p.records,
-						p.records_len, p.trailer);
+	return NULL;
+}
 
-		if (v != AUTH_OK) {
-			if (v == AUTH_REPLAYED) {
-				e->stats.rx_replayed++;
-			} else {
-				e->stats.rx_bad_auth++;
-			}
+/*
+ * HARP_AUTH: nothing of a frame is applied before its MAC holds and its counter is new; a
+ * connection without it takes no frame that has one (and the reverse).
+ */
+static bool rx_auth_ok(struct harp_engine *e, struct harp_conn *c, const struct wire_pkt *p)
+{
+	enum auth_verdict v;
+
+	if (unlikely(!c->auth != !p->trailer)) {
+		e->stats.rx_bad_auth++;
+		return false;
+	}
+	if (!c->auth) {
+		return true;
+	}
+	v = auth_open(c->auth, p->src_port, p->dst_port, p->records, p->records_len, p->trailer);
+	if (v == AUTH_OK) {
+		return true;
+	}
+	if (v == AUTH_REPLAYED) {
+		e->stats.rx_replayed++;
+	} else {
+		e->stats.rx_bad_auth++;
+	}
+	return false;
+}
+
+/*
+ * A probe's port pair reaches the connection's engine: tell the prober, unless another engine
+ * here owns the pair (its sends would draw the pair to its queue).
+ */
+static void rx_probe(struct harp_engine *e, struct harp_conn *c, const struct wire_pkt *p,
+		     uint64_t now)
+{
+	if (e->env.pairs) {
+		/* another engine here sent on the flow lately (a probe): the tap may steer it
+		 * there yet, whatever brought this probe here */
+		if (pairs_leased_by_other(e->env.pairs, p->src_ip, p->dst_port, p->src_port,
+					  e->queue, now / 1000000) ||
+		    !pairs_claim(e->env.pairs, p->src_ip, p->dst_port, p->src_port, e->queue)) {
+			e->stats.rx_probes_pair_taken++;
 			return;
 		}
+		conn_on_peer_probe(c, p->dst_port, p->src_port, now);
 	}
-	if (p.h.type == HARP_PKT_PROBE) {
-		/* this port pair reaches the connection's engine: tell the prober, unless another
-		 * engine here owns the pair (its sends would draw the pair to its queue) */
-		if (e->env.pairs) {
-			/* another engine here sent on the flow lately (a probe): the tap may
-			 * steer it there yet, whatever brought this probe here */
-			if (pairs_leased_by_other(e->env.pairs, p.src_ip, p.dst_port, p.src_port,
-						  e->queue, now / 1000000) ||
-			    !pairs_claim(e->env.pairs, p.src_ip, p.dst_port, p.src_port,
-					 e->queue)) {
-				e->stats.rx_probes_pair_taken++;
-				return;
-			}
-			conn_on_peer_probe(c, p.dst_port, p.src_port, now);
-		}
-		e->stats.rx_probes++;
-		if (chan_note_path(c, p.h.rsn, p.h.tag)) {
-			c->links.next_report = e->report_list;
-			e->report_list = c;
-		}
-		return;
+	e->stats.rx_probes++;
+	if (chan_note_path(c, p->h.rsn, p->h.tag)) {
+		c->links.next_report = e->report_list;
+		e->report_list = c;
 	}
+}
+
+/* A frame's records applied to its connection, which may now send, and owe an ack now or later. */
+static void rx_apply(struct harp_engine *e, struct harp_conn *c, struct wire_pkt *p,
+		     uint64_t now)
+{
 	if (e->env.pairs) {
 		/* the peer sends its data and acks on its paths: keep this one steered here */
-		conn_on_peer_data(c, p.dst_port, p.src_port, now);
+		conn_on_peer_data(c, p->dst_port, p->src_port, now);
 	}
 	/* every record of the frame is this connection's (wire_parse checked) */
 	do {
-		conn_on_packet(c, &p, now);
+		conn_on_packet(c, p, now);
 	} while (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
-		 wire_next(&p));
+		 wire_next(p));
 	tx_list_add(e, c);
 	if (conn_ack_wanted(c, now)) {
 		ack_list_add(e, c);
@@ -499,6 +505,36 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
 		c->links.next_ack_wait = e->ack_wait;
 		e->ack_wait = c;
 	}
+}
+
+/* A packet in one piece, or in several (pk, with frame and len NULL and 0). */
+static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
+		   const struct wire_pieces *pk, uint64_t now)
+{
+	struct wire_pkt p;
+	struct harp_conn *c;
+
+	e->stats.rx_packets++;
+	if (fault_drop(e)) {
+		return;
+	}
+	if (rx_parse(e, frame, len, pk, &p) != WIRE_OK) {
+		e->stats.rx_bad++;
+		return;
+	}
+	if (p.h.type == HARP_PKT_STEER) {
+		e->stats.rx_steer++; /* its work was done on the way, in the peer's host */
+		return;
+	}
+	c = rx_conn(e, &p);
+	if (!c || fault_deaf(e, c) || !rx_auth_ok(e, c, &p)) {
+		return;
+	}
+	if (p.h.type == HARP_PKT_PROBE) {
+		rx_probe(e, c, &p, now);
+		return;
+	}
+	rx_apply(e, c, &p, now);
 }
 
 /* Delayed acks whose time has come go on the ack list; those paid by a piggyback leave. */
@@ -1244,41 +1280,30 @@ static uint64_t engine_due(const struct harp_engine *e, uint64_t now)
 	return e->next_timer_ns;
 }
 
-/* One pass; -1 when another thread is in one. by_keeper: the keeper runs it, not a caller. */
-static int engine_pass(struct harp_engine *e, bool by_keeper)
+/*
+ * The copy-mode fallback a watchdog asked for, and the port's health: false when the port is
+ * gone, and every connection adopted since has failed with it.
+ */
+static bool port_usable(struct harp_engine *e, uint64_t now)
 {
-	struct xsk_port *p = &e->port;
-	struct tx_batch b = { 0 };
-	uint64_t now;
-	uint32_t rx = 0, n, free_slots;
-	int i, err;
-
-	/* acquire: everything the previous runner of this engine wrote is visible to us */
-	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
-		/* Someone else is in a pass: the keeper, or another thread. Let it finish rather
-		 * than spin against it: if it was preempted mid-pass, nothing moves until it runs
-		 * again (under valgrind, whose threads take turns, a spinning caller kept a keeper
-		 * from finishing its pass for 16 s in CI). */
-		sched_yield();
-		return -1;
-	}
-	now = now_ns();
-	if (!by_keeper) { /* only the flag's holder writes it: no locked add */
-		atomic_store_explicit(&e->calls,
-				      atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
-	}
-	adopt(e, now);
-	if (p->zerocopy && e->env.copy_fallback &&
+	if (e->port.zerocopy && e->env.copy_fallback &&
 	    atomic_load_explicit(e->env.copy_fallback, memory_order_relaxed)) {
 		rebind_copy(e, now);
 	}
 	if (e->port_err) {
-		fail_all(e); /* connections adopted since */
-		atomic_store_explicit(&e->busy, false, memory_order_release);
-		return 0;
+		fail_all(e);
+		return false;
 	}
-	xsk_port_reclaim(p);
+	return true;
+}
+
+/* Up to four batches of the RX ring applied, and the probes among them answered. */
+static uint32_t rx_pass(struct harp_engine *e, uint64_t now)
+{
+	struct xsk_port *p = &e->port;
+	uint32_t rx = 0, n;
+	int i;
+
 	if (p->busy_poll) {
 		xsk_port_busy_poll(p);
 	}
@@ -1300,8 +1325,16 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 		chan_send_paths(c);
 	}
 	xsk_port_wake_rx(p);
-	take_requests(e, now);
-	timers_and_control(e, now, by_keeper);
+	return rx;
+}
+
+/* Acks and data into the TX descriptors the ring has room for, then the kick; frames sent. */
+static uint32_t tx_pass(struct harp_engine *e, uint64_t now)
+{
+	struct xsk_port *p = &e->port;
+	struct tx_batch b = { 0 };
+	uint32_t free_slots;
+	int err;
 
 	free_slots = xsk_prod_nb_free(&p->tx, TX_BATCH);
 	b.reserved = free_slots < TX_BATCH ? free_slots : TX_BATCH;
@@ -1324,10 +1357,44 @@ static int engine_pass(struct harp_engine *e, bool by_keeper)
 	if (err < 0) {
 		kick_failed(e, err, now);
 	}
+	return b.used;
+}
+
+/* One pass; -1 when another thread is in one. by_keeper: the keeper runs it, not a caller. */
+static int engine_pass(struct harp_engine *e, bool by_keeper)
+{
+	uint32_t rx, tx;
+	uint64_t now;
+
+	/* acquire: everything the previous runner of this engine wrote is visible to us */
+	if (atomic_exchange_explicit(&e->busy, true, memory_order_acquire)) {
+		/* Someone else is in a pass: the keeper, or another thread. Let it finish rather
+		 * than spin against it: if it was preempted mid-pass, nothing moves until it runs
+		 * again (under valgrind, whose threads take turns, a spinning caller kept a keeper
+		 * from finishing its pass for 16 s in CI). */
+		sched_yield();
+		return -1;
+	}
+	now = now_ns();
+	if (!by_keeper) { /* only the flag's holder writes it: no locked add */
+		atomic_store_explicit(&e->calls,
+				      atomic_load_explicit(&e->calls, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	}
+	adopt(e, now);
+	if (!port_usable(e, now)) {
+		atomic_store_explicit(&e->busy, false, memory_order_release);
+		return 0;
+	}
+	xsk_port_reclaim(&e->port);
+	rx = rx_pass(e, now);
+	take_requests(e, now);
+	timers_and_control(e, now, by_keeper);
+	tx = tx_pass(e, now);
 	atomic_store_explicit(&e->next_due_ns, engine_due(e, now), memory_order_relaxed);
 	/* release: our writes are visible to whichever thread runs the engine next */
 	atomic_store_explicit(&e->busy, false, memory_order_release);
-	return (int)(rx + b.used);
+	return (int)(rx + tx);
 }
 
 int engine_progress(struct harp_engine *e)

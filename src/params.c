@@ -303,24 +303,16 @@ static char *params_trim(char *s)
 }
 
 /*
- * The node profile: lines NAME=VALUE of the table's HARP_* names, blank lines and # comments.
- * No quoting and no expansion: the value is the rest of the line, blanks trimmed. A missing file
- * is no profile; one that cannot be read, or any line that is not a valid setting, is an error
- * naming the file and line, because a node that was prepared must not run with defaults instead.
+ * The node profile opened for reading: 0 with *out NULL where there is no file, which is no
+ * profile, or a negative errno where it cannot be read or is not a regular file.
  */
-static int params_load_conf(struct harp_params *p, const char *path, char *err, size_t errlen)
+static int conf_open(const char *path, FILE **out, char *err, size_t errlen)
 {
-	char line[512], msg[384];
-	const struct param_desc *d;
-	char *name, *value, *eq;
-	int lineno = 0, ret = 0;
 	struct stat st;
+	int fd, ret;
 	FILE *f;
-	int fd;
 
-	if (!path[0]) {
-		return 0;
-	}
+	*out = NULL;
 	/* O_NONBLOCK: opening a FIFO would wait for a writer, and init with it */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
@@ -350,6 +342,64 @@ static int params_load_conf(struct harp_params *p, const char *path, char *err, 
 		}
 		return ret;
 	}
+	*out = f;
+	return 0;
+}
+
+/* One line of the profile, newline and all: a setting, a blank line or a # comment. */
+static int conf_line(struct harp_params *p, char *line, const char *path, int lineno,
+		     char *err, size_t errlen)
+{
+	const struct param_desc *d;
+	char *name, *value, *eq;
+	char msg[384];
+	int ret;
+
+	name = params_trim(line);
+	if (!name[0] || name[0] == '#') {
+		return 0;
+	}
+	eq = strchr(name, '=');
+	if (!eq) {
+		params_error(err, errlen, "%s:%d: expected NAME=VALUE, found '%.64s'", path, lineno,
+			     name);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	name = params_trim(name);
+	value = params_trim(eq + 1);
+	d = params_find(name);
+	if (!d || d->offset == offsetof(struct harp_params, conf)) {
+		params_error(err, errlen, "%s:%d: %s is not a setting a profile can hold; see "
+			     "harp-params --dump", path, lineno, name);
+		return -EINVAL;
+	}
+	ret = params_set(p, d->env, value, msg, sizeof(msg));
+	if (ret < 0) {
+		params_error(err, errlen, "%s:%d: %s", path, lineno, msg);
+	}
+	return ret;
+}
+
+/*
+ * The node profile: lines NAME=VALUE of the table's HARP_* names, blank lines and # comments.
+ * No quoting and no expansion: the value is the rest of the line, blanks trimmed. A missing file
+ * is no profile; one that cannot be read, or any line that is not a valid setting, is an error
+ * naming the file and line, because a node that was prepared must not run with defaults instead.
+ */
+static int params_load_conf(struct harp_params *p, const char *path, char *err, size_t errlen)
+{
+	int lineno = 0, ret;
+	char line[512];
+	FILE *f;
+
+	if (!path[0]) {
+		return 0;
+	}
+	ret = conf_open(path, &f, err, errlen);
+	if (ret || !f) {
+		return ret;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
@@ -358,30 +408,8 @@ static int params_load_conf(struct harp_params *p, const char *path, char *err, 
 			ret = -EINVAL;
 			break;
 		}
-		name = params_trim(line);
-		if (!name[0] || name[0] == '#') {
-			continue;
-		}
-		eq = strchr(name, '=');
-		if (!eq) {
-			params_error(err, errlen, "%s:%d: expected NAME=VALUE, found '%.64s'", path,
-				     lineno, name);
-			ret = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		name = params_trim(name);
-		value = params_trim(eq + 1);
-		d = params_find(name);
-		if (!d || d->offset == offsetof(struct harp_params, conf)) {
-			params_error(err, errlen, "%s:%d: %s is not a setting a profile can hold; see "
-				     "harp-params --dump", path, lineno, name);
-			ret = -EINVAL;
-			break;
-		}
-		ret = params_set(p, d->env, value, msg, sizeof(msg));
+		ret = conf_line(p, line, path, lineno, err, errlen);
 		if (ret < 0) {
-			params_error(err, errlen, "%s:%d: %s", path, lineno, msg);
 			break;
 		}
 	}

@@ -131,6 +131,17 @@ static int lock_interface(struct steer *s, const char *ifname, int ifindex)
 	return fd;
 }
 
+/*
+ * Lets the interface go: the file first, while we still hold it, so that no lock file per
+ * interface and network namespace piles up.
+ */
+static void unlock_interface(struct steer *s)
+{
+	unlink(s->lock_path);
+	close(s->lock_fd);
+	s->lock_fd = -1;
+}
+
 /* The XDP program ids attached to ifindex, by mode; 0 where none. */
 static int attached_ids(int ifindex, __u32 *drv_id, __u32 *skb_id)
 {
@@ -284,72 +295,82 @@ static int open_pinned(const char *dir, const char *name, const char *ifname)
 	return err;
 }
 
-/*
- * The program harp-attach attached and pinned: its maps, once they prove to belong to the program
- * attached to this interface now and to steer a range that covers ours.
- */
-static int use_pinned(struct steer *s, const char *dir, const char *ifname, int ifindex,
-		      uint16_t port_lo, uint16_t port_hi)
+/* The three maps every harp-attach pins; on failure the caller closes those that did open. */
+static int open_pinned_maps(struct steer *s, const char *dir, const char *ifname)
 {
-	struct harp_xdp_config cfg;
-	__u32 key = 0, drv_id, skb_id;
-	char path[PATH_MAX];
+	s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
+	if (s->xsks_map_fd < 0) {
+		return s->xsks_map_fd;
+	}
+	s->counters_fd = open_pinned(dir, "counters", ifname);
+	if (s->counters_fd < 0) {
+		return s->counters_fd;
+	}
+	s->config_fd = open_pinned(dir, "harp_config", ifname);
+	return s->config_fd < 0 ? s->config_fd : 0;
+}
+
+/* The pinned program's config, once it proves made for this interface as it is now. */
+static int read_pinned_config(struct steer *s, const char *dir, const char *ifname, int ifindex,
+			      struct harp_xdp_config *cfg)
+{
+	__u32 key = 0;
 	int err;
 
-	err = s->xsks_map_fd = open_pinned(dir, "xsks_map", ifname);
-	if (err < 0) {
-		goto err;
-	}
-	err = s->counters_fd = open_pinned(dir, "counters", ifname);
-	if (err < 0) {
-		goto err;
-	}
-	err = s->config_fd = open_pinned(dir, "harp_config", ifname);
-	if (err < 0) {
-		goto err;
-	}
-	if (bpf_map_lookup_elem(s->config_fd, &key, &cfg)) {
+	if (bpf_map_lookup_elem(s->config_fd, &key, cfg)) {
 		err = -errno;
 		pr_err("steer: reading %s/harp_config failed: %s", dir, strerror(errno));
-		goto err;
+		return err;
 	}
-	if ((int)cfg.ifindex != ifindex) {
-		err = -ESTALE;
+	if ((int)cfg->ifindex != ifindex) {
 		pr_err("steer: the maps pinned at %s were made for interface index %u, but %s is "
 		       "index %d now (was it re-created?): run `harp-attach up %s` again as root",
-		       dir, cfg.ifindex, ifname, ifindex, ifname);
-		goto err;
+		       dir, cfg->ifindex, ifname, ifindex, ifname);
+		return -ESTALE;
 	}
+	return 0;
+}
+
+/*
+ * The mode the pinned program runs in, once it proves to be the program attached to the
+ * interface now: another may have replaced it, or it was detached, since harp-attach pinned it.
+ */
+static int pinned_mode(const char *dir, const char *ifname, int ifindex,
+		       const struct harp_xdp_config *cfg, enum xdp_attach_mode *mode)
+{
+	__u32 drv_id, skb_id;
+	char now[32] = "none";
+	int err;
+
 	err = attached_ids(ifindex, &drv_id, &skb_id);
 	if (err) {
 		pr_err("steer: asking the kernel which XDP program runs on %s failed: %s", ifname,
 		       strerror(-err));
-		goto err;
+		return err;
 	}
-	s->attached_id = cfg.attach_id;
-	if (!cfg.attach_id || (cfg.attach_id != drv_id && cfg.attach_id != skb_id)) {
-		char now[32] = "none";
+	if (cfg->attach_id && (cfg->attach_id == drv_id || cfg->attach_id == skb_id)) {
+		*mode = cfg->attach_id == drv_id ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+		return 0;
+	}
+	if (drv_id || skb_id) {
+		snprintf(now, sizeof(now), "program id %u", drv_id ? drv_id : skb_id);
+	}
+	pr_err("steer: the maps pinned at %s belong to XDP program id %u, but %s runs %s "
+	       "(another program replaced harp's, or it was detached): run `harp-attach up "
+	       "%s` again as root",
+	       dir, cfg->attach_id, ifname, now, ifname);
+	return -ESTALE;
+}
 
-		if (drv_id || skb_id) {
-			snprintf(now, sizeof(now), "program id %u", drv_id ? drv_id : skb_id);
-		}
-		err = -ESTALE;
-		pr_err("steer: the maps pinned at %s belong to XDP program id %u, but %s runs %s "
-		       "(another program replaced harp's, or it was detached): run `harp-attach up "
-		       "%s` again as root",
-		       dir, cfg.attach_id, ifname, now, ifname);
-		goto err;
-	}
-	if (!cfg.port_lo || port_lo < cfg.port_lo || port_hi > cfg.port_hi) {
-		err = -ERANGE;
-		pr_err("steer: the XDP program on %s steers UDP ports %u-%u, but harp here uses "
-		       "%u-%u (HARP_PORT_BASE, HARP_PORT_COUNT): take them from the node profile "
-		       "(HARP_CONF), or run harp-attach up with --port-base/--port-count",
-		       ifname, cfg.port_lo, cfg.port_hi, port_lo, port_hi);
-		goto err;
-	}
-	/* A program pinned by an older harp-attach records no probes: paths still work (probes
-	 * are steered like any harp packet), only the diagnosis of a failed probe is poorer. */
+/*
+ * The maps an older harp-attach did not pin. Without probe_queues paths still work (probes are
+ * steered like any harp packet), only the diagnosis of a failed probe is poorer; without
+ * queue_owners a refused queue's holder goes unnamed.
+ */
+static void open_pinned_extras(struct steer *s, const char *dir, const char *ifname)
+{
+	char path[PATH_MAX];
+
 	if (snprintf(path, sizeof(path), "%s/probe_queues", dir) >= (int)sizeof(path)) {
 		path[0] = '\0';
 	}
@@ -359,20 +380,55 @@ static int use_pinned(struct steer *s, const char *dir, const char *ifname, int 
 			"a queue will not be diagnosed; run `harp-attach up %s` again to fix",
 			path, ifname);
 	}
-	/* Likewise: without it a refused queue's holder goes unnamed. */
 	if (snprintf(path, sizeof(path), "%s/queue_owners", dir) >= (int)sizeof(path)) {
 		path[0] = '\0';
 	}
 	s->owners_fd = bpf_obj_get(path);
+}
+
+/*
+ * The program harp-attach attached and pinned: its maps, once they prove to belong to the program
+ * attached to this interface now and to steer a range that covers ours.
+ */
+static int use_pinned(struct steer *s, const char *dir, const char *ifname, int ifindex,
+		      uint16_t port_lo, uint16_t port_hi)
+{
+	enum xdp_attach_mode mode;
+	struct harp_xdp_config cfg;
+	int err;
+
+	err = open_pinned_maps(s, dir, ifname);
+	if (err) {
+		goto err_maps;
+	}
+	err = read_pinned_config(s, dir, ifname, ifindex, &cfg);
+	if (err) {
+		goto err_maps;
+	}
+	s->attached_id = cfg.attach_id;
+	err = pinned_mode(dir, ifname, ifindex, &cfg, &mode);
+	if (err) {
+		goto err_maps;
+	}
+	if (!cfg.port_lo || port_lo < cfg.port_lo || port_hi > cfg.port_hi) {
+		err = -ERANGE;
+		pr_err("steer: the XDP program on %s steers UDP ports %u-%u, but harp here uses "
+		       "%u-%u (HARP_PORT_BASE, HARP_PORT_COUNT): take them from the node profile "
+		       "(HARP_CONF), or run harp-attach up with --port-base/--port-count",
+		       ifname, cfg.port_lo, cfg.port_hi, port_lo, port_hi);
+		goto err_maps;
+	}
+	open_pinned_extras(s, dir, ifname);
 	s->pinned = true;
 	s->ifindex = ifindex;
-	s->xdp_mode = cfg.attach_id == drv_id ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+	s->xdp_mode = mode;
 	pr_info("steer: using the XDP program harp-attach attached to %s (%s mode, id %u, maps at "
 		"%s), UDP ports %u-%u of its %u-%u",
 		ifname, s->xdp_mode == XDP_MODE_SKB ? "skb" : "native", cfg.attach_id, dir, port_lo,
 		port_hi, cfg.port_lo, cfg.port_hi);
 	return 0;
-err:
+
+err_maps:
 	close_fd(&s->xsks_map_fd);
 	close_fd(&s->counters_fd);
 	close_fd(&s->config_fd);
@@ -600,18 +656,19 @@ static int open_program(struct steer *s, bool frags)
 	return err;
 }
 
-int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
-		 uint16_t port_hi, const struct harp_params *params)
+/*
+ * The program harp-attach prepared, through the node agent or its pins: 0 once this steer uses
+ * it, a negative errno, or 1 when the node is not prepared (unprepared then says how to prepare
+ * it, for the error a failed attach of our own program gives).
+ */
+static int use_prepared(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
+			uint16_t port_hi, const struct harp_params *params, char *unprepared,
+			size_t len)
 {
-	enum xdp_attach_mode mode =
-		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
-	char dir[PATH_MAX], unprepared[PATH_MAX + 512] = "", agent_said[192] = "";
+	char dir[PATH_MAX], agent_said[192] = "";
 	struct stat st;
 	int err;
 
-	steer_reset(s);
-	libbpf_set_print(libbpf_print);
-	libxdp_set_print(libxdp_print);
 	if (params->agent_socket[0]) {
 		err = use_agent(s, params->agent_socket, ifname, port_lo, port_hi);
 		if (err <= 0) {
@@ -619,33 +676,49 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 			return err;
 		}
 	}
-	if (params->pin_root[0]) {
-		snprintf(dir, sizeof(dir), "%s/%s", params->pin_root, ifname);
-		if (!stat(dir, &st)) {
-			return use_pinned(s, dir, ifname, ifindex, port_lo, port_hi);
-		}
-		pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the "
-			 "XDP program here",
-			 dir, ifname);
-		if (params->agent_socket[0]) {
-			snprintf(agent_said, sizeof(agent_said), "no node agent (no socket at %s) and ",
-				 params->agent_socket);
-		}
-		snprintf(unprepared, sizeof(unprepared),
-			 "; %sno pins for %.15s (no %s), so harp loaded its own program: prepare the node "
-			 "with `harp-attach up %.15s`, or in a pod of a prepared node mount the host's "
-			 "/run/harp (docs/OPERATIONS.md)",
-			 agent_said, ifname, dir, ifname);
+	if (!params->pin_root[0]) {
+		return 1;
 	}
-	s->lock_fd = lock_interface(s, ifname, ifindex);
-	if (s->lock_fd < 0) {
-		return s->lock_fd;
+	snprintf(dir, sizeof(dir), "%s/%s", params->pin_root, ifname);
+	if (!stat(dir, &st)) {
+		return use_pinned(s, dir, ifname, ifindex, port_lo, port_hi);
 	}
-	remove_stale(ifname, ifindex);
+	pr_debug("steer: no pin directory %s (harp-attach has not prepared %s): loading the XDP "
+		 "program here",
+		 dir, ifname);
+	if (params->agent_socket[0]) {
+		snprintf(agent_said, sizeof(agent_said), "no node agent (no socket at %s) and ",
+			 params->agent_socket);
+	}
+	snprintf(unprepared, len,
+		 "; %sno pins for %.15s (no %s), so harp loaded its own program: prepare the node "
+		 "with `harp-attach up %.15s`, or in a pod of a prepared node mount the host's "
+		 "/run/harp (docs/OPERATIONS.md)",
+		 agent_said, ifname, dir, ifname);
+	return 1;
+}
+
+/* Our copy of the program and its object closed (a program made from our object leaves it open). */
+static void program_close(struct steer *s)
+{
+	xdp_program__close(s->prog);
+	s->prog = NULL;
+	harp_xdp__destroy(s->skel);
+	s->skel = NULL;
+}
+
+/*
+ * Our own program attached to the interface: the multi-buffer one, or the single-buffer one where
+ * the kernel knows no multi-buffer programs. On failure nothing of it is left open.
+ */
+static int attach_program(struct steer *s, const char *ifname, int ifindex,
+			  enum xdp_attach_mode mode, const char *unprepared)
+{
+	int err;
 
 	err = open_program(s, true);
 	if (err) {
-		goto err_skel;
+		goto err_prog;
 	}
 	err = xdp_program__attach(s->prog, ifindex, mode, 0);
 	if (err == -EINVAL) {
@@ -654,13 +727,10 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		pr_info("steer: the kernel refused the multi-buffer XDP program (%s); trying it "
 			"as a single-buffer one",
 			strerror(-err));
-		xdp_program__close(s->prog);
-		s->prog = NULL;
-		harp_xdp__destroy(s->skel);
-		s->skel = NULL;
+		program_close(s);
 		err = open_program(s, false);
 		if (err) {
-			goto err_skel;
+			goto err_prog;
 		}
 		err = xdp_program__attach(s->prog, ifindex, mode, 0);
 	}
@@ -670,20 +740,56 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 		       attach_hint(-err), unprepared);
 		goto err_prog;
 	}
+	return 0;
+
+err_prog:
+	program_close(s);
+	return err;
+}
+
+/* The program we attached: the id that proves, later, it is still there, and its maps. */
+static void note_attached(struct steer *s, int ifindex, enum xdp_attach_mode mode)
+{
+	__u32 drv_id = 0, skb_id = 0;
+
 	s->ifindex = ifindex;
 	s->xdp_mode = mode;
-	{
-		__u32 drv_id = 0, skb_id = 0;
-
-		if (!attached_ids(ifindex, &drv_id, &skb_id)) {
-			s->attached_id = mode == XDP_MODE_SKB ? skb_id : drv_id;
-		}
+	if (!attached_ids(ifindex, &drv_id, &skb_id)) {
+		s->attached_id = mode == XDP_MODE_SKB ? skb_id : drv_id;
 	}
 	s->xsks_map_fd = bpf_map__fd(s->skel->maps.xsks_map);
 	s->counters_fd = bpf_map__fd(s->skel->maps.counters);
 	s->config_fd = bpf_map__fd(s->skel->maps.harp_config);
 	s->probe_map_fd = bpf_map__fd(s->skel->maps.probe_queues);
 	s->owners_fd = bpf_map__fd(s->skel->maps.queue_owners);
+}
+
+int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port_lo,
+		 uint16_t port_hi, const struct harp_params *params)
+{
+	enum xdp_attach_mode mode =
+		params->xdp_mode == HARP_XDP_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	char unprepared[PATH_MAX + 512] = "";
+	int err;
+
+	steer_reset(s);
+	libbpf_set_print(libbpf_print);
+	libxdp_set_print(libxdp_print);
+	err = use_prepared(s, ifname, ifindex, port_lo, port_hi, params, unprepared,
+			   sizeof(unprepared));
+	if (err <= 0) {
+		return err;
+	}
+	s->lock_fd = lock_interface(s, ifname, ifindex);
+	if (s->lock_fd < 0) {
+		return s->lock_fd;
+	}
+	remove_stale(ifname, ifindex);
+	err = attach_program(s, ifname, ifindex, mode, unprepared);
+	if (err) {
+		goto err_lock;
+	}
+	note_attached(s, ifindex, mode);
 	err = write_config(s, ifname, port_lo, port_hi);
 	if (err) {
 		xdp_program__detach(s->prog, ifindex, mode, 0);
@@ -694,14 +800,9 @@ int steer_attach(struct steer *s, const char *ifname, int ifindex, uint16_t port
 	return 0;
 
 err_prog:
-	xdp_program__close(s->prog); /* made from our object, so it leaves the object open */
-	s->prog = NULL;
-err_skel:
-	harp_xdp__destroy(s->skel);
-	s->skel = NULL;
-	unlink(s->lock_path);
-	close(s->lock_fd);
-	s->lock_fd = -1;
+	program_close(s);
+err_lock:
+	unlock_interface(s);
 	return err;
 }
 
@@ -726,12 +827,8 @@ void steer_detach(struct steer *s)
 		return;
 	}
 	xdp_program__detach(s->prog, s->ifindex, s->xdp_mode, 0);
-	xdp_program__close(s->prog);
-	harp_xdp__destroy(s->skel);
-	/* after the detach: the next harp finds the hook free; the file goes first, while we
-	 * still hold it, so that no lock file per interface and network namespace piles up */
-	unlink(s->lock_path);
-	close(s->lock_fd);
+	program_close(s);
+	unlock_interface(s); /* after the detach: the next harp finds the hook free */
 	steer_reset(s);
 }
 

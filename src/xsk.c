@@ -346,8 +346,12 @@ static void set_busy_poll(struct xsk_port *p, const char *ifname, int queue, int
 	setsockopt(p->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &us, sizeof(us));
 }
 
-int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
-		  const struct harp_params *params, int busy_wait_ms)
+/*
+ * One try at the queue: a new UMEM, its fill ring stocked, the socket bound. A failed try
+ * deletes its UMEM again; the frames its fill ring took are then missing from the pools.
+ */
+static int umem_bind(struct xsk_port *p, const char *ifname, int queue,
+		     const struct harp_params *params, bool quiet_busy)
 {
 	uint32_t nframes = (uint32_t)params->frame_count, fsize = (uint32_t)params->frame_size;
 	struct xsk_umem_config ucfg = {
@@ -356,69 +360,112 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		.frame_size = fsize,
 		.frame_headroom = 0,
 	};
-	int budget, err, waited_ms;
+	int err;
+
+	/* libxdp sets up a new UMEM's rings but leaves their cached producer index as it finds
+	 * it: the last try's, which fill_start advanced */
+	memset(&p->fill, 0, sizeof(p->fill));
+	memset(&p->comp, 0, sizeof(p->comp));
+	err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill,
+			       &p->comp, &ucfg);
+	if (err) {
+		pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s%s", nframes,
+		       ifname, queue, strerror(-err),
+		       err == -EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" :
+		       err == -ENOMEM || err == -ENOBUFS ?
+		       " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
+		return err;
+	}
+	/*
+	 * The fill ring is stocked before the bind: a zero-copy driver posts its frames to the
+	 * receive queue as it binds, and virtio-net, finding none, leaves the queue empty until
+	 * its refill work tries again half a second later.
+	 */
+	err = fill_start(p);
+	if (err) {
+		pr_err("xsk: cannot fill the fill ring of %s queue %d: %s", ifname, queue,
+		       strerror(-err));
+		goto err_umem;
+	}
+	err = open_socket(p, ifname, queue, params, quiet_busy);
+	if (err) {
+		goto err_umem;
+	}
+	return 0;
+
+err_umem:
+	xsk_umem__delete(p->umem);
+	p->umem = NULL;
+	return err;
+}
+
+/*
+ * The kernel frees an AF_XDP socket after its process has gone, not at exit, so a queue released
+ * a moment ago can still read EBUSY; a live harp process holding it is named by the caller
+ * (steer's queue owners) after the wait. So wait a bounded time for the queue. A failed bind
+ * leaves libxdp's UMEM without its fill and completion rings, so each try starts from a new one.
+ * On failure the pools may be torn down already; pools_fini is safe on them either way.
+ */
+static int bind_wait(struct xsk_port *p, const char *ifname, int queue,
+		     const struct harp_params *params, int busy_wait_ms)
+{
+	int err, waited_ms;
+
+	for (waited_ms = 0;; waited_ms += 10) {
+		err = umem_bind(p, ifname, queue, params,
+				!busy_wait_ms || waited_ms < busy_wait_ms);
+		if (err != -EBUSY || waited_ms >= busy_wait_ms) {
+			break;
+		}
+		/* the frames on the deleted fill ring come back: the pools start over */
+		pools_fini(p);
+		err = pools_init(p, (uint32_t)params->frame_count, (uint32_t)params->frame_size);
+		if (err) {
+			return err;
+		}
+		usleep(10 * 1000);
+	}
+	if (!err && waited_ms > 0) {
+		pr_debug("xsk: %s queue %d came free after %d ms", ifname, queue, waited_ms);
+	}
+	return err;
+}
+
+/* Socket options for the bound socket, each best effort. */
+static void port_tune(struct xsk_port *p, const char *ifname, int queue,
+		      const struct harp_params *params)
+{
+	int budget;
+
+	if (params->busy_poll_us) {
+		set_busy_poll(p, ifname, queue, params->busy_poll_us);
+	}
+	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */
+	budget = (int)p->ring_size;
+	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
+		pr_debug("xsk: XDP_MAX_TX_SKB_BUDGET not accepted: %s", strerror(errno));
+	}
+}
+
+int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
+		  const struct harp_params *params, int busy_wait_ms)
+{
+	uint32_t nframes = (uint32_t)params->frame_count;
+	int err;
 
 	memset(p, 0, sizeof(*p));
 	p->queue = queue;
 	p->ring_size = nframes / 2;
 	p->fill_target = p->ring_size < XSK_FILL_START ? p->ring_size : XSK_FILL_START;
-	err = xsk_port_layout(p, nframes, fsize, params->multi_buffer != HARP_MULTI_BUFFER_OFF,
-			      params->hugepages);
+	err = xsk_port_layout(p, nframes, (uint32_t)params->frame_size,
+			      params->multi_buffer != HARP_MULTI_BUFFER_OFF, params->hugepages);
 	if (err) {
 		return err;
 	}
-	/*
-	 * The kernel frees an AF_XDP socket after its process has gone, not at exit, so a queue
-	 * released a moment ago can still read EBUSY; a live harp process holding it is named by
-	 * the caller (steer's queue owners) after the wait. So wait a bounded time for the queue. A failed bind leaves
-	 * libxdp's UMEM without its fill and completion rings, so each try starts from a new one.
-	 */
-	for (waited_ms = 0;; waited_ms += 10) {
-		/* libxdp sets up a new UMEM's rings but leaves their cached producer index as it
-		 * finds it: the last try's, which fill_start advanced */
-		memset(&p->fill, 0, sizeof(p->fill));
-		memset(&p->comp, 0, sizeof(p->comp));
-		err = xsk_umem__create(&p->umem, p->area.base, (uint64_t)nframes * fsize, &p->fill,
-				       &p->comp, &ucfg);
-		if (err) {
-			pr_err("xsk: registering %u frames of UMEM for %s queue %d failed: %s%s",
-			       nframes, ifname, queue, strerror(-err),
-			       err == -EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" :
-			       err == -ENOMEM || err == -ENOBUFS ?
-			       " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : "");
-			goto err_pool;
-		}
-		/*
-		 * The fill ring is stocked before the bind: a zero-copy driver posts its frames to
-		 * the receive queue as it binds, and virtio-net, finding none, leaves the queue
-		 * empty until its refill work tries again half a second later.
-		 */
-		err = fill_start(p);
-		if (err) {
-			pr_err("xsk: cannot fill the fill ring of %s queue %d: %s", ifname, queue,
-			       strerror(-err));
-			goto err_umem;
-		}
-		err = open_socket(p, ifname, queue, params,
-				  !busy_wait_ms || waited_ms < busy_wait_ms);
-		if (err != -EBUSY || waited_ms >= busy_wait_ms) {
-			break;
-		}
-		xsk_umem__delete(p->umem);
-		p->umem = NULL;
-		/* the frames on the deleted fill ring come back: the pools start over */
-		pools_fini(p);
-		err = pools_init(p, nframes, fsize);
-		if (err) {
-			goto err_area;
-		}
-		usleep(10 * 1000);
-	}
+	err = bind_wait(p, ifname, queue, params, busy_wait_ms);
 	if (err) {
-		goto err_umem;
-	}
-	if (waited_ms > 0) {
-		pr_debug("xsk: %s queue %d came free after %d ms", ifname, queue, waited_ms);
+		xsk_port_unlayout(p);
+		return err;
 	}
 	if (p->slot_base && !p->sg) {
 		p->sg_refused = true;
@@ -428,14 +475,7 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		report_copy_mode(ifname, queue, p->zc_refused, p->zc_quirk);
 	}
 	p->fd = xsk_socket__fd(p->xsk);
-	if (params->busy_poll_us) {
-		set_busy_poll(p, ifname, queue, params->busy_poll_us);
-	}
-	/* One sendto() moves at most 32 frames unless the budget is raised (kernel 6.15+). */
-	budget = (int)p->ring_size;
-	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
-		pr_debug("xsk: XDP_MAX_TX_SKB_BUDGET not accepted: %s", strerror(errno));
-	}
+	port_tune(p, ifname, queue, params);
 	if (p->zerocopy) {
 		/*
 		 * A zero-copy driver keeps its own receive queue (virtio-net: 256 descriptors)
@@ -446,14 +486,6 @@ int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
 		xsk_port_expect(p, p->ring_size);
 	}
 	return 0;
-
-err_umem:
-	xsk_umem__delete(p->umem);
-err_pool:
-	pools_fini(p);
-err_area:
-	umem_area_free(&p->area);
-	return err;
 }
 
 void xsk_port_close(struct xsk_port *p)
