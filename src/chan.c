@@ -182,19 +182,18 @@ void chan_send_silent(struct harp_conn *c, uint32_t ms)
 	}
 }
 
-void chan_send_unheard(struct harp_conn *c)
+void chan_send_unheard(struct harp_conn *c, uint32_t ms)
 {
 	struct chan_msg m = {
 		.magic = htonl(CHAN_MAGIC),
 		.type = htonl(CHAN_UNHEARD),
-		.value = htonl(c->probe.unheard_ms),
+		.value = htonl(ms),
 	};
 
 	if (!chan_write(c, &m, 1)) {
 		pr_debug("conn %u: the report of unanswered timeouts could not be sent: %s", c->id,
 			 strerror(errno));
 	}
-	c->probe.unheard_ms = 0;
 }
 
 uint64_t chan_rtt_ns(const struct harp_conn *c)

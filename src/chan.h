@@ -28,7 +28,7 @@ void chan_send_close(struct harp_conn *c);
 void chan_send_silent(struct harp_conn *c, uint32_t ms);
 /* Tells the peer that our timeouts found every path silent (a rescue began here): its acks
  * travel on its own pairs to us, which may be what is dark, and it rescues those. */
-void chan_send_unheard(struct harp_conn *c);
+void chan_send_unheard(struct harp_conn *c, uint32_t ms);
 /* The control connection's smoothed round-trip time as the kernel's TCP measured it, in ns;
  * 0 when it cannot say. */
 uint64_t chan_rtt_ns(const struct harp_conn *c);

@@ -343,6 +343,8 @@ void conn_fail(struct harp_conn *c, int err);
  */
 bool conn_linger(struct harp_conn *c, int err);
 bool conn_linger_done(const struct harp_conn *c);
+/* Lingering is over for a connection its user aborted, not closed: it fails with its error. */
+void conn_linger_fail(struct harp_conn *c);
 /* The peer's final cumulative ack, from its close message on the control channel. */
 void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now);
 
@@ -376,6 +378,8 @@ static inline bool conn_paced(const struct harp_conn *c)
 /* Acks wait for CONN_ACK_EVERY packets or CONN_ACK_DELAY_NS, unless the sender needs them now. */
 bool conn_ack_wanted(const struct harp_conn *c, uint64_t now);
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
+/* The ACK conn_make_ack made found no frame: it is owed again, for the next pass. */
+void conn_ack_unsent(struct harp_conn *c);
 
 static inline void req_finish(struct harp_req *r, int err)
 {

@@ -322,8 +322,7 @@ static void adopt(struct harp_engine *e, uint64_t now)
 		conn_start(c, now);
 		/* until its probes are answered, rounds wait on the set-up's round trip: hosts
 		 * that took long to set it up answer probes no sooner */
-		c->probe.answer_ns = chan_rtt_ns(c);
-		c->probe.shared_answer_ns = &e->probe_answer_ns;
+		conn_probe_answers(c, chan_rtt_ns(c), &e->probe_answer_ns);
 		tx_list_add(e, c); /* its probes */
 		e->probing++;	   /* and their answers: timers and control every pass */
 		c->links.next_active = e->conns;
@@ -796,7 +795,7 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 		c->links.on_ack_list = false;
 		if (tx_room(e, b) && conn_make_ack(c, &tx, now)) {
 			if (!tx_put(e, b, c, &tx)) {
-				c->ack_due = true; /* no frame free: ack next round */
+				conn_ack_unsent(c); /* no frame free: ack next round */
 				continue;
 			}
 			if (tx.twin_src_port && tx_room(e, b)) {
@@ -1223,16 +1222,19 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 				reap(e, c); /* closed by its user, and its last sends acked (or failed) */
 				continue;
 			}
-			c->lingering = false; /* aborted by its user: now it fails, and says so */
+			/* aborted by its user: now it fails, and says so */
 			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 				chan_send_close(c);
 			}
-			conn_fail(c, c->linger_err);
+			conn_linger_fail(c);
 		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			uint32_t unheard_ms;
+
 			conn_on_timer(c, now, peer_timeout);
-			if (c->probe.unheard_ms) {
-				chan_send_unheard(c);
+			unheard_ms = conn_take_unheard(c);
+			if (unheard_ms) {
+				chan_send_unheard(c, unheard_ms);
 			}
 			report_silence(c, now, peer_timeout * ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN);
 			if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_FAILED &&

@@ -773,3 +773,17 @@ bool paths_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	c->stats.probes_sent++;
 	return true;
 }
+
+void conn_probe_answers(struct harp_conn *c, uint64_t answer_ns, uint64_t *shared_answer_ns)
+{
+	c->probe.answer_ns = answer_ns;
+	c->probe.shared_answer_ns = shared_answer_ns;
+}
+
+uint32_t conn_take_unheard(struct harp_conn *c)
+{
+	uint32_t ms = c->probe.unheard_ms;
+
+	c->probe.unheard_ms = 0;
+	return ms;
+}

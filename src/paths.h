@@ -123,6 +123,12 @@ bool conn_steer_due(const struct harp_conn *c, uint64_t now);
 /* The peer's timeouts found every path silent (CHAN_UNHEARD): our pairs to it, which carry its
  * acks, may be dark; probe for fresh ones, each answer replacing a path not acked since. */
 void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now);
+/* The engine adopts c: probe rounds wait answer_ns (the set-up's round trip) until one is
+ * answered, and learn from the engine's other connections' answers (shared_answer_ns). */
+void conn_probe_answers(struct harp_conn *c, uint64_t answer_ns, uint64_t *shared_answer_ns);
+/* A rescue began here after timeouts (conn_on_timer): the whole ms we had heard nothing of the
+ * peer then, for CHAN_UNHEARD, taken once; 0: none to tell. */
+uint32_t conn_take_unheard(struct harp_conn *c);
 /* Sum of the live paths' windows, in bytes. */
 uint32_t conn_cwnd(const struct harp_conn *c);
 

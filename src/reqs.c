@@ -182,6 +182,12 @@ bool conn_linger(struct harp_conn *c, int err)
 	return true;
 }
 
+void conn_linger_fail(struct harp_conn *c)
+{
+	c->lingering = false;
+	conn_fail(c, c->linger_err);
+}
+
 bool conn_linger_done(const struct harp_conn *c)
 {
 	return !c->eager_used || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY;

@@ -439,6 +439,11 @@ static uint16_t sack_map(const struct harp_conn *c, uint8_t *sack)
 	return (uint16_t)used;
 }
 
+void conn_ack_unsent(struct harp_conn *c)
+{
+	c->ack_due = true;
+}
+
 bool conn_make_ack(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 {
 	struct harp_hdr *h = &tx->h;
