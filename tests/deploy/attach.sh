@@ -155,6 +155,10 @@ ha "$ns_a" up "${xa}zz"
 want "an interface that is not there is named, with the fix" 1 "up ${xa}zz: find interface: no interface ${xa}zz .*fix: check the name"
 ha "$ns_a" up "$xa" --port-count 65
 want "a port range over 64 is refused" 2 "--port-count 65: expected 1..64"
+ha "$ns_a" up "$xa" --port-count 8 --port-base 65528
+want "a port base past libharp's HARP_PORT_BASE range is refused" 2 "--port-base 65528: expected 1024..65472 for 8 ports"
+ha "$ns_a" up "$xa" --port-base 65500
+want "a port range past 65535 is refused" 2 "--port-base 65500: expected 1024..65472 for 64 ports"
 ha "$ns_a" frobnicate "$xa"
 want "an unknown command is refused" 2 "unknown command 'frobnicate'"
 ha "$ns_a" down "$xa"

@@ -88,15 +88,17 @@ topo_pair 1500 2 || exit
 
 # harp-attach run per node (namespace), one after the other as nodes boot, each with its own
 # profile and agent socket; nsenter keeps the host's /sys/fs/bpf. run's pid is timeout's, which
-# passes SIGTERM on.
+# passes SIGTERM on, and from then on gives run --kill-after to stop its agent and take harp down:
+# 30 s, the kubelet's default grace (5 s, as spawn_bounded gives, cut down an ASan build's run
+# before it had detached XDP).
 declare -A run_pid=()
 for side in a b; do
 	ns_var=ns_$side if_var=if_$side
-	spawn_bounded 300 nsenter --net="/run/netns/${!ns_var}" "$attach" run "${!if_var}" \
+	timeout --kill-after=30 300 nsenter --net="/run/netns/${!ns_var}" "$attach" run "${!if_var}" \
 		--conf "$tmp/harp-$side.conf" --pin-root "$pins" --hugepages off \
-		--agent "$agent" --agent-socket "$tmp/agent-$side.sock" >>"$tmp/agent-$side.log" 2>&1
-	run_pid[$side]=$spawned_pid
-	pids+=("$spawned_pid")
+		--agent "$agent" --agent-socket "$tmp/agent-$side.sock" >>"$tmp/agent-$side.log" 2>&1 &
+	run_pid[$side]=$!
+	pids+=("$!")
 	wait_until 150 grep -q "harp-attach: run: harp is up on .*serving $tmp/agent-$side.sock" "$tmp/agent-$side.log" || true
 	[[ -S $tmp/agent-$side.sock ]] || { report "run on $side: no agent listens"; cat "$tmp/agent-$side.log"; exit 1; }
 	grep '^harp-attach: up:' "$tmp/agent-$side.log" | sed 's/^/agent: /'
