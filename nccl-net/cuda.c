@@ -8,8 +8,9 @@
  * frame memory: one copy each way, as the NIC's DMA would take it.
  *
  * Copies that form a grid (one length; sources, and destinations, each a fixed stride apart: a
- * message's frames, taken in order from the pool) go as one cudaMemcpy2DAsync; the rest one
- * cudaMemcpyAsync each.
+ * message's frames, taken in order from the pool) go as one cudaMemcpy2DAsync; the rest in
+ * cudaMemcpyBatchAsync calls of up to HP_CUDA_BATCH_MAX pieces where that is taken (HP_CUDA_BATCH
+ * below; a grid then needs HP_CUDA_GRID_MIN copies), else one cudaMemcpyAsync each.
  *
  * One GPU per process, as NCCL runs one rank per GPU: the streams belong to the device of the
  * first GPU buffer registered, and every thread makes that device current before it creates a

@@ -66,7 +66,7 @@ static void ack_rec(struct harp_conn *c, struct tx_rec *rec, struct ack_tally *t
  * RACK, per path: unacked packets sent well before the newest one acked on their path are lost.
  * And across paths, with the largest path RTT as the reordering window: a path that went dark
  * has no newer acked packet of its own to prove its losses. The per-path window widens to half
- * an RTT while the peer reports duplicates (reo_on_dup): a network that reorders more than a
+ * an RTT while the peer reports duplicates (ack_on_dup): a network that reorders more than a
  * quarter of an RTT would otherwise have every late packet sent twice.
  */
 static void detect_loss(struct harp_conn *c)

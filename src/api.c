@@ -471,9 +471,9 @@ err_free:
 
 /*
  * A send said to be complete arrives even when its connection is closed and the process exits
- * right after, as a closed TCP socket's data does. Small sends complete once copied (conn.c), so
- * the connections still carrying unacked ones run until their peers ack them or their peer
- * timeout fails them; the wait ends a second after that timeout in any case.
+ * right after, as a closed TCP socket's data does. Small sends complete once copied
+ * (transmit.c), so the connections still carrying unacked ones run until their peers ack them or
+ * their peer timeout fails them; the wait ends a second after that timeout in any case.
  */
 static void ctx_drain(struct harp_ctx *ctx)
 {

@@ -317,7 +317,8 @@ struct harp_conn {
 	struct harp_conn_stats stats;
 };
 
-/* ---- conn.c: per-connection reliability (engine thread) ---- */
+/* ---- per-connection reliability as the engine calls it (engine thread): conn.c; reqs.c from
+ * conn_uses_region to conn_linger_fail; transmit.c from conn_next_tx on ---- */
 int conn_alloc_state(struct harp_conn *c, uint32_t cwnd_max);
 void conn_free(struct harp_conn *c);
 void conn_start(struct harp_conn *c, uint64_t now);

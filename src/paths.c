@@ -96,7 +96,7 @@ int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uin
 	 * largest size it may come to carry (a floor of 16 a path let HARP_CWND_MAX=16 send 128). Its floor is a share too: 8 paths each held at 4
 	 * packets kept 32 in flight through a hop whose queue and round trip held 21, and lost a
 	 * third of what they sent (300 Mbit/s, a 16-packet queue). */
-	p->inflight_max = per_max ? per_max : 1; /* and pick_path holds the sum to HARP_CWND_MAX */
+	p->inflight_max = per_max ? per_max : 1; /* and paths_pick holds the sum to HARP_CWND_MAX */
 	cc_init(&p->cc, mss,
 		(init > floor ? init : floor) * (mss < CONN_PMTU_BASE ? mss : CONN_PMTU_BASE), floor,
 		p->inflight_max * largest);
@@ -573,7 +573,7 @@ void paths_retire_dead(struct harp_conn *c, uint64_t now)
 }
 
 /*
- * Every path silent through RESCUE_TIMEOUTS retransmission timeouts in a row: retire_dead_paths
+ * Every path silent through RESCUE_TIMEOUTS retransmission timeouts in a row: paths_retire_dead
  * cannot tell a dark path from a silent peer with none delivering, and no path is missing, so
  * nothing would probe. A flow the network moved or dropped (a tap queue that stalls, a hash a
  * middle box changed) can take all of a connection's pairs at once while fresh pairs cross:
@@ -675,8 +675,8 @@ void paths_set_mss(struct harp_conn *c, uint32_t mtu)
 
 /*
  * A retransmission timeout (conn_on_timer; c->rto_streak counts it already): every live path's
- * window collapses, kept as it was for undo_timeout, and after RESCUE_TIMEOUTS in a row with no
- * ack between, a rescue round probes for fresh pairs.
+ * window collapses, kept as it was for paths_undo_timeout, and after RESCUE_TIMEOUTS in a row
+ * with no ack between, a rescue round probes for fresh pairs.
  */
 void paths_on_timeout(struct harp_conn *c, uint64_t now)
 {

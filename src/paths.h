@@ -2,10 +2,10 @@
 /*
  * A connection's paths (paths.c): the UDP port pairs it sends on, each with its own window, RTT
  * and loss clock; the probe rounds that find them; the rescue that replaces them when all fall
- * silent; and the STEERs that keep the peer's pairs on this engine. paths.c owns struct
- * conn_paths (the paths, probe, steer and cc_before_rto fields of struct harp_conn) and writes
- * no other state of the connection's but its stats and the send queue's records of a path it
- * retires (sendq.h). It calls down only: sendq.h, cc.c, pairs.c.
+ * silent; and the STEERs that keep the peer's pairs on this engine. paths.c owns the paths part
+ * of struct harp_conn (conn.h: paths[], probe, steer, cc_before_rto and the fields beside them)
+ * and writes no other state of the connection's but its stats and the send queue's records of a
+ * path it retires (sendq.h). It calls down only: sendq.h, cc.c, pairs.c.
  */
 #ifndef HARP_PATHS_H
 #define HARP_PATHS_H
