@@ -263,7 +263,8 @@ struct harp_conn {
 	uint8_t *eager_copies; /* CONN_EAGER_SLOTS x CONN_EAGER_BYTES */
 	uint64_t eager_used;   /* bit per slot */
 	struct conn_seg_out seg_out;
-	bool pace_held;	      /* the last conn_next_tx found a path with room held back by pacing */
+	/* the last conn_next_tx found a path with room held back by pacing (paths_pick, seg_room) */
+	bool pace_held;
 	/* -- the sender's acks (ack.c) -- */
 	uint32_t snd_una; /* oldest psn not acked */
 	uint32_t highest_acked;			 /* one past the highest psn acked */

@@ -4,8 +4,8 @@
  * and loss clock; the probe rounds that find them; the rescue that replaces them when all fall
  * silent; and the STEERs that keep the peer's pairs on this engine. paths.c owns the paths part
  * of struct harp_conn (conn.h: paths[], probe, steer, cc_before_rto and the fields beside them)
- * and writes no other state of the connection's but its stats and the send queue's records of a
- * path it retires (sendq.h). It calls down only: sendq.h, cc.c, pairs.c.
+ * and writes no other state of the connection's but its stats, pace_held (paths_pick) and the
+ * send queue's records of a path it retires (sendq.h). It calls down only: sendq.h, cc.c, pairs.c.
  */
 #ifndef HARP_PATHS_H
 #define HARP_PATHS_H
@@ -158,4 +158,5 @@ void paths_undo_timeout(struct harp_conn *c, uint32_t ts_echo);
 /* The warning line of what the paths went through, when the connection is declared dead. */
 void paths_log_at_death(const struct harp_conn *c, uint64_t now);
 bool paths_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now);
+
 #endif
