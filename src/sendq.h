@@ -11,7 +11,6 @@
 
 #include <string.h>
 
-#include "auth.h"
 #include "conn.h"
 
 static inline struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)
