@@ -355,7 +355,7 @@ static int devices_pick(char (*names)[16])
 
 	n = harp_ifname_match(spec, names, HARP_IFMATCH_MAX);
 	if (n <= 0) {
-		HP_WARN("no interface that is up with an IPv4 address matches HARP_IFNAME=%s; set "
+		HP_WARN("no interface that is up with an IP address matches HARP_IFNAME=%s; set "
 			"HARP_IFNAME to the interface that reaches the other nodes",
 			spec ? spec : "(unset: ^docker,lo,virbr)");
 		return 0;
@@ -400,13 +400,29 @@ static int dev_open(struct hp_dev *d, const char *name)
 	return 0;
 }
 
+/* "IPv4 a.b.c.d" or "IPv6 addr": the family and address the device's listeners take. */
+static const char *hp_address_text(const struct harp_ctx_info *info, char *buf)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (info->family == AF_INET6) {
+		inet_ntop(AF_INET6, info->ip6, ip, sizeof(ip));
+	} else {
+		inet_ntop(AF_INET, &info->ipv4, ip, sizeof(ip));
+	}
+	snprintf(buf, INET6_ADDRSTRLEN + 8, "IPv%d %s", info->family == AF_INET6 ? 6 : 4, ip);
+	return buf;
+}
+
 /* The line that says what device i runs on. */
 static void dev_report(const struct hp_dev *d, int i)
 {
+	char addr[INET6_ADDRSTRLEN + 8];
+
 	HP_INFO("device %d: %s %s, %d queue%s (an engine each, %s), a comm over %d "
 		"connection%s (HARP_STRIPES%s), XDP %s mode, AF_XDP %s mode, MTU %d (%d payload "
 		"bytes per packet, %s), UDP ports from %u, %s, %d Mbit/s",
-		i, d->name, inet_ntoa((struct in_addr){ d->info.ipv4 }), d->info.queues,
+		i, d->name, hp_address_text(&d->info, addr), d->info.queues,
 		d->info.queues == 1 ? "" : "s",
 		d->info.engine_threads ? "each on a thread of its own" :
 					 "run by the threads that call test()",

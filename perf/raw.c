@@ -723,12 +723,13 @@ static void raw_poke_neighbour(uint32_t ip)
 static int raw_resolve(struct raw_run *r, uint32_t ip, uint8_t mac[6])
 {
 	double deadline = rdv_now() + RAW_ARP_MS / 1000.0;
+	union wire_ip dst = wire_ip4(ip);
 	char name[INET_ADDRSTRLEN];
 	int err, oif = 0;
 
 	inet_ntop(AF_INET, &ip, name, sizeof(name));
 	for (;;) {
-		err = netinfo_nexthop_mac(ip, r->ifi.ifindex, mac, &oif);
+		err = netinfo_nexthop_mac(&dst, r->ifi.ifindex, mac, &oif);
 		if (err != -EAGAIN) {
 			break;
 		}
@@ -891,8 +892,9 @@ static int raw_client_paths(struct raw_run *r, uint32_t server_ip, uint16_t serv
 
 		memcpy(w->src_mac, r->ifi.mac, 6);
 		memcpy(w->dst_mac, mac, 6);
-		w->src_ip = r->ifi.ipv4;
-		w->dst_ip = server_ip;
+		w->ip6 = false; /* the raw benchmark runs IPv4 */
+		w->src_ip = wire_ip4(r->ifi.ipv4);
+		w->dst_ip = wire_ip4(server_ip);
 		w->src_port = htons((uint16_t)(r->params.port_base + q));
 		w->dst_port = htons((uint16_t)(server_port_base + q));
 	}

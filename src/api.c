@@ -113,13 +113,13 @@ static int ctx_ifname_pick(struct harp_params *p)
 	}
 	n = harp_ifname_match(p->ifname, first, 1);
 	if (n <= 0 && !strpbrk(p->ifname, ",^=")) {
-		pr_err("interface %s: %s (nor does any interface that is up with an IPv4 "
-		       "address start with it)",
+		pr_err("interface %s: %s (nor does any interface that is up with an IP address "
+		       "start with it)",
 		       p->ifname, strerror(ENODEV));
 		return -ENODEV;
 	}
 	if (n <= 0) {
-		pr_err("HARP_IFNAME=%s selects no interface that is up with an IPv4 address",
+		pr_err("HARP_IFNAME=%s selects no interface that is up with an IP address",
 		       p->ifname);
 		return -ENODEV;
 	}
@@ -165,6 +165,56 @@ static int ctx_params(struct harp_params *p, const struct harp_ctx_opts *opts)
 	return ctx_ifname_pick(p);
 }
 
+/* HARP_FAMILY, else NCCL_SOCKET_FAMILY as NCCL reads it: 4, 6, or 0 for either. */
+static int family_wanted(const struct harp_params *p)
+{
+	const char *nccl = getenv("NCCL_SOCKET_FAMILY");
+
+	if (p->family != HARP_FAMILY_AUTO) {
+		return p->family == HARP_FAMILY_IPV4 ? 4 : 6;
+	}
+	if (!nccl || !*nccl) {
+		return 0;
+	}
+	if (!strcmp(nccl, "AF_INET") || !strcmp(nccl, "AF_INET6")) {
+		return strcmp(nccl, "AF_INET") ? 6 : 4;
+	}
+	pr_warn("NCCL_SOCKET_FAMILY=%s is neither AF_INET nor AF_INET6; harp takes either family, "
+		"as NCCL does", nccl);
+	return 0;
+}
+
+/*
+ * The address listeners take (ctx->ip): of the family asked for, else the interface's IPv4
+ * address, else its IPv6 one, as NCCL picks an interface's address (IPv4 first, then a global
+ * IPv6, then a link-local one).
+ */
+static int ctx_family(struct harp_ctx *ctx)
+{
+	static const uint8_t zero[16];
+	const struct if_info *ifi = &ctx->ifi;
+	bool have6 = memcmp(ifi->ipv6, zero, 16) != 0;
+	int want = family_wanted(&ctx->params);
+
+	if (want == 0) {
+		want = ifi->ipv4 ? 4 : 6;
+	}
+	if (want == 4 ? !ifi->ipv4 : !have6) {
+		bool other = ifi->ipv4 || have6; /* the interface has the other family */
+
+		pr_err("interface %s has no %s address; harp needs one to address its UDP%s",
+		       ifi->name, other ? (want == 4 ? "IPv4" : "IPv6") : "IP",
+		       other ? " (HARP_FAMILY or NCCL_SOCKET_FAMILY asks for it)" : "");
+		return -EADDRNOTAVAIL;
+	}
+	if (want == 4) {
+		ctx->ip = wire_ip4(ifi->ipv4);
+	} else {
+		memcpy(ctx->ip.b, ifi->ipv6, 16);
+	}
+	return 0;
+}
+
 static int ctx_interface(struct harp_ctx *ctx)
 {
 	struct harp_params *p = &ctx->params;
@@ -177,10 +227,9 @@ static int ctx_interface(struct harp_ctx *ctx)
 		       err == -ENODEV ? " (no such interface in this network namespace)" : "");
 		return err;
 	}
-	if (!ctx->ifi.ipv4) {
-		pr_err("interface %s has no IPv4 address; harp needs one to address its UDP",
-		       p->ifname);
-		return -EADDRNOTAVAIL;
+	err = ctx_family(ctx);
+	if (err) {
+		return err;
 	}
 	ctx->nqueues = params_pick_queues(p, ctx->ifi.rx_queues, ctx->queue_ids,
 					  &ctx->queues_take_free, msg, sizeof(msg));
@@ -227,7 +276,7 @@ static void ctx_frames(struct harp_ctx *ctx)
 			frame_mtu);
 		ctx->ip_mtu = frame_mtu;
 	}
-	ctx->payload_max = (uint32_t)(ctx->ip_mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	ctx->payload_max = (uint32_t)ctx->ip_mtu - wire_pkt_overhead(!wire_ip_is4(&ctx->ip));
 }
 
 static void report_queue_taken(struct harp_ctx *ctx, int queue)
@@ -375,9 +424,10 @@ static void ctx_report(const struct harp_ctx *ctx)
 		bits |= 1ull << ctx->engines[q].queue;
 	}
 	queue_set_text(queues, sizeof(queues), bits);
-	pr_info("%s: %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u payload "
-		"bytes per packet, %s), UMEM on %s",
-		ctx->ifi.name, ctx->nengines, queues, ctx->params.queues,
+	pr_info("%s: %s %s, %d queue(s) (%s, HARP_QUEUES=%s), AF_XDP %s mode%s%s%s, IP MTU %d (%u "
+		"payload bytes per packet, %s), UMEM on %s",
+		ctx->ifi.name, wire_ip_is4(&ctx->ip) ? "IPv4" : "IPv6", WIRE_IP_STR(&ctx->ip),
+		ctx->nengines, queues, ctx->params.queues,
 		port->zerocopy ? "zero-copy" : "copy",
 		port->zc_refused ? " (zero copy refused: " :
 		port->zc_quirk   ? " (zero copy untried: the driver's known fault" :
@@ -553,6 +603,8 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->xdp_native = ctx->steer.xdp_mode != XDP_MODE_SKB;
 	info->xdp_pinned = ctx->steer.pinned;
 	info->ipv4 = ctx->ifi.ipv4;
+	info->family = wire_ip_is4(&ctx->ip) ? AF_INET : AF_INET6;
+	memcpy(info->ip6, ctx->ifi.ipv6, 16);
 	info->port_base = (uint16_t)ctx->params.port_base;
 	info->speed_mbps = ctx->ifi.speed_mbps ? ctx->ifi.speed_mbps
 			   : ctx->params.speed_mbps ? ctx->params.speed_mbps
@@ -692,7 +744,7 @@ static void listener_drop(struct harp_listener *l, int i, int err)
 
 int harp_listener__accept(struct harp_listener *l, struct harp_conn **out)
 {
-	char peer[INET_ADDRSTRLEN + 8];
+	char peer[CTRL_PEER_NAME];
 	struct harp_conn *c;
 	int err, fd, i;
 
@@ -873,9 +925,9 @@ int harp_conn__stats(const struct harp_conn *c, struct harp_conn_stats *st)
 	st->srtt_us = c->rtt.srtt_us;
 	st->rto_us = c->rtt.rto_us;
 	st->auth = c->auth ? auth_algorithm(c->auth) : NULL;
-	st->pmtu = c->pmtu.ceiling ? c->pmtu.mtu : c->payload_max + HARP_IP4_HLEN + HARP_UDP_HLEN +
-								   HARP_HDR_LEN;
+	st->pmtu = c->pmtu.ceiling ? c->pmtu.mtu : c->payload_max + wire_pkt_overhead(c->path.ip6);
 	st->pmtu_ceiling = c->pmtu.ceiling;
+	st->family = c->path.ip6 ? AF_INET6 : AF_INET;
 	return 0;
 }
 

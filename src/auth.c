@@ -122,18 +122,21 @@ struct harp_auth {
 
 /*
  * One direction's key, bound to the addresses its frames travel between: BLAKE2b keyed with the
- * key exchange's session key, over a label and the sender's then the receiver's address.
+ * key exchange's session key, over a label and the sender's then the receiver's address (4
+ * bytes each over IPv4, 16 over IPv6).
  */
-static int key_set(struct auth_key *k, const uint8_t *session, uint32_t from_ip, uint32_t to_ip,
-		   bool aes)
+static int key_set(struct auth_key *k, const uint8_t *session, const union wire_ip *from_ip,
+		   const union wire_ip *to_ip, bool aes)
 {
 	static const char label[] = "harp frames v1";
-	uint8_t in[sizeof(label) + 8];
+	uint8_t in[sizeof(label) + 32];
+	size_t n = wire_ip_is4(from_ip) ? 4 : 16;
 
 	memcpy(in, label, sizeof(label));
-	memcpy(in + sizeof(label), &from_ip, 4);
-	memcpy(in + sizeof(label) + 4, &to_ip, 4);
-	if (so.hash(k->raw, sizeof(k->raw), in, sizeof(in), session, crypto_kx_SESSIONKEYBYTES)) {
+	memcpy(in + sizeof(label), from_ip->b + 16 - n, n);
+	memcpy(in + sizeof(label) + n, to_ip->b + 16 - n, n);
+	if (so.hash(k->raw, sizeof(k->raw), in, sizeof(label) + 2 * n, session,
+		    crypto_kx_SESSIONKEYBYTES)) {
 		return -EPROTO;
 	}
 	if (aes) {
@@ -143,7 +146,8 @@ static int key_set(struct auth_key *k, const uint8_t *session, uint32_t from_ip,
 }
 
 struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool connector,
-			   bool aes, uint32_t local_ip, uint32_t peer_ip, int *err)
+			   bool aes, const union wire_ip *local_ip, const union wire_ip *peer_ip,
+			   int *err)
 {
 	uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
 	struct harp_auth *a;
@@ -284,7 +288,8 @@ void auth_keypair(struct auth_keypair *kp)
 }
 
 struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool connector,
-			   bool aes, uint32_t local_ip, uint32_t peer_ip, int *err)
+			   bool aes, const union wire_ip *local_ip, const union wire_ip *peer_ip,
+			   int *err)
 {
 	(void)kp, (void)peer_pk, (void)connector, (void)aes, (void)local_ip, (void)peer_ip;
 	*err = -ENOENT;

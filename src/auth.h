@@ -2,7 +2,7 @@
 /*
  * Packet authentication (HARP_AUTH, docs/PROTOCOL.md "Authenticated frames"). At set-up each side
  * sends an X25519 public key in its hello; both derive one key per direction from the shared
- * secret, the two public keys and the connection's two IPv4 addresses, so an observer of the
+ * secret, the two public keys and the connection's two IP addresses, so an observer of the
  * hellos learns nothing it can use. Every frame of the connection then ends in a trailer: a
  * 64-bit frame counter (never repeats under one key) and a 16-byte tag over the frame's records.
  * The nonce is the frame's UDP ports and the counter, so a frame moved to another path fails as
@@ -67,7 +67,8 @@ void auth_keypair(struct auth_keypair *kp);
  * peer's key is not a valid point).
  */
 struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool connector,
-			   bool aes, uint32_t local_ip, uint32_t peer_ip, int *err);
+			   bool aes, const union wire_ip *local_ip, const union wire_ip *peer_ip,
+			   int *err);
 void auth_free(struct harp_auth *a);
 const char *auth_algorithm(const struct harp_auth *a);
 /*

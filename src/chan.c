@@ -60,11 +60,11 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 
 			if (c->peer_closed) {
 				pr_info("conn %u: peer %s closed the connection", c->id,
-					inet_ntoa((struct in_addr){ c->path.dst_ip }));
+					WIRE_IP_STR(&c->path.dst_ip));
 			} else {
 				pr_err("conn %u: peer %s went away without closing (control "
 				       "connection: %s); failing its requests",
-				       c->id, inet_ntoa((struct in_addr){ c->path.dst_ip }),
+				       c->id, WIRE_IP_STR(&c->path.dst_ip),
 				       n == 0 ? "end of file" : strerror(errno));
 			}
 			conn_fail(c, err);

@@ -193,9 +193,9 @@ void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now
 static void declare_dead(struct harp_conn *c, uint64_t silent_ns, uint64_t peer_timeout_ns,
 			 const char *what, uint64_t now)
 {
-	char peer[INET_ADDRSTRLEN] = "?";
+	char peer[WIRE_IP_TEXT];
 
-	inet_ntop(AF_INET, &c->path.dst_ip, peer, sizeof(peer));
+	wire_ip_text(&c->path.dst_ip, peer);
 	pr_err("conn %u: %s peer %s for %llu ms (HARP_PEER_TIMEOUT_MS=%llu); declaring it dead",
 	       c->id, what, peer, (unsigned long long)(silent_ns / 1000000),
 	       (unsigned long long)(peer_timeout_ns / 1000000));

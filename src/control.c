@@ -46,7 +46,7 @@ struct ctrl_setup {
 	int queue;
 	struct auth_keypair kp; /* HARP_AUTH: this side's pair for the connection */
 	uint8_t auth_flags;	/* what this side's hellos say (AUTH_F_*) */
-	char peer_name[INET_ADDRSTRLEN + 8];
+	char peer_name[CTRL_PEER_NAME];
 	char why[192]; /* why it failed, for the listener's line about dropping it */
 };
 
@@ -95,27 +95,77 @@ static void ctrl_keepalive(int fd, int peer_timeout_ms)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
 }
 
+/* ---- socket addresses of either family ---------------------------------------------------- */
+
+/* ip (IPv4 mapped, or IPv6) and port (network order) as a socket address; a link-local IPv6
+ * address is scoped to ifindex, harp's interface. Returns its length. */
+static socklen_t sockaddr_make(struct sockaddr_storage *ss, const union wire_ip *ip,
+			       uint16_t port, int ifindex)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (wire_ip_is4(ip)) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = ip->w[3];
+		in->sin_port = port;
+		return sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+		in6->sin6_family = AF_INET6;
+		memcpy(in6->sin6_addr.s6_addr, ip->b, 16);
+		in6->sin6_port = port;
+		in6->sin6_scope_id = netinfo_link_local(ip->b) ? (uint32_t)ifindex : 0;
+		return sizeof(*in6);
+	}
+}
+
+/* The address (IPv4 mapped, or IPv6) and port (network order) of a socket address. */
+static void sockaddr_read(const struct sockaddr_storage *ss, union wire_ip *ip, uint16_t *port)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		*ip = wire_ip4(in->sin_addr.s_addr);
+		*port = in->sin_port;
+	} else {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		memcpy(ip->b, in6->sin6_addr.s6_addr, 16);
+		*port = in6->sin6_port;
+	}
+}
+
+/* "a.b.c.d:port", or "[v6]:port" */
+static void endpoint_text(char *buf, size_t len, const union wire_ip *ip, uint16_t port)
+{
+	bool ip4 = wire_ip_is4(ip);
+
+	snprintf(buf, len, "%s%s%s:%u", ip4 ? "" : "[", WIRE_IP_STR(ip), ip4 ? "" : "]",
+		 ntohs(port));
+}
+
 /* ---- listener ------------------------------------------------------------------------------ */
 
 int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_listener *l)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = ctx->ifi.ipv4 };
-	socklen_t salen = sizeof(sa);
+	struct sockaddr_storage sa;
+	socklen_t salen = sockaddr_make(&sa, &ctx->ip, 0, ctx->ifi.ifindex);
 	struct ctrlmsg_handle hw;
 	int err;
 
-	l->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	l->fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
 		err = -errno;
 		pr_err("listen: socket() failed: %s", strerror(errno));
 		return err;
 	}
-	if (bind(l->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(l->fd, SOMAXCONN) ||
+	if (bind(l->fd, (struct sockaddr *)&sa, salen) || listen(l->fd, SOMAXCONN) ||
 	    getsockname(l->fd, (struct sockaddr *)&sa, &salen)) {
 		err = -errno;
-		pr_err("listen: TCP listener on %s of %s failed: %s",
-		       inet_ntoa((struct in_addr){ ctx->ifi.ipv4 }), ctx->ifi.name,
-		       strerror(errno));
+		pr_err("listen: TCP listener on %s of %s failed: %s", WIRE_IP_STR(&ctx->ip),
+		       ctx->ifi.name, strerror(errno));
 		close(l->fd);
 		l->fd = -1;
 		return err;
@@ -123,8 +173,7 @@ int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 	if (getrandom(&l->nonce, sizeof(l->nonce), 0) != sizeof(l->nonce)) {
 		l->nonce = now_ns() ^ (uint64_t)(uintptr_t)l;
 	}
-	hw.ipv4 = sa.sin_addr.s_addr;
-	hw.tcp_port = sa.sin_port;
+	sockaddr_read(&sa, &hw.ip, &hw.tcp_port);
 	hw.nonce = l->nonce;
 	ctrlmsg_handle_build(handle->bytes, &hw);
 	return 0;
@@ -145,8 +194,10 @@ static struct ctrl_setup *setup_new(struct harp_conn *c, enum setup_step step)
 
 int ctrl_accept(struct harp_listener *l, int *fd, char *peer_name, size_t len)
 {
-	struct sockaddr_in peer;
+	struct sockaddr_storage peer;
 	socklen_t plen = sizeof(peer);
+	union wire_ip ip;
+	uint16_t port;
 
 	*fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (*fd < 0) {
@@ -156,7 +207,8 @@ int ctrl_accept(struct harp_listener *l, int *fd, char *peer_name, size_t len)
 			       -EAGAIN :
 			       -errno;
 	}
-	snprintf(peer_name, len, "%s:%u", inet_ntoa(peer.sin_addr), ntohs(peer.sin_port));
+	sockaddr_read(&peer, &ip, &port);
+	endpoint_text(peer_name, len, &ip, port);
 	return 0;
 }
 
@@ -175,11 +227,34 @@ int ctrl_adopt(struct harp_listener *l, struct harp_conn *c, int fd, const char 
 
 /* ---- connector ----------------------------------------------------------------------------- */
 
+/* This side's address of the family the handle names, or 0 and an error line: none. */
+static int local_of_family(struct harp_conn *c, const union wire_ip *peer, union wire_ip *me)
+{
+	const struct if_info *ifi = &c->ctx->ifi;
+	static const uint8_t zero[16];
+
+	if (wire_ip_is4(peer) ? !ifi->ipv4 : !memcmp(ifi->ipv6, zero, 16)) {
+		pr_err("connect: the listener's handle names %s address %s, and interface %s has "
+		       "no %s address; give it one, or make the listener's rank use the other "
+		       "family (HARP_FAMILY, NCCL_SOCKET_FAMILY)",
+		       wire_ip_is4(peer) ? "an IPv4" : "an IPv6", WIRE_IP_STR(peer), ifi->name,
+		       wire_ip_is4(peer) ? "IPv4" : "IPv6");
+		return -EAFNOSUPPORT;
+	}
+	if (wire_ip_is4(peer)) {
+		*me = wire_ip4(ifi->ipv4);
+	} else {
+		memcpy(me->b, ifi->ipv6, 16);
+	}
+	return 0;
+}
+
 int ctrl_connect(struct harp_conn *c, const struct harp_handle *handle)
 {
 	struct ctrlmsg_handle hw;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = c->ctx->ifi.ipv4 };
+	struct sockaddr_storage sa, me;
+	socklen_t salen, melen;
+	union wire_ip my_ip;
 	struct ctrl_setup *s;
 	char why[128];
 	int err;
@@ -190,28 +265,31 @@ int ctrl_connect(struct harp_conn *c, const struct harp_handle *handle)
 		pr_err("connect: %s", why);
 		return err;
 	}
+	err = local_of_family(c, &hw.ip, &my_ip);
+	if (err) {
+		return err;
+	}
 	s = setup_new(c, STEP_TCP_CONNECT);
 	if (!s) {
 		return -ENOMEM;
 	}
 	s->nonce = hw.nonce;
-	sa.sin_addr.s_addr = hw.ipv4;
-	sa.sin_port = hw.tcp_port;
-	snprintf(s->peer_name, sizeof(s->peer_name), "%s:%u", inet_ntoa(sa.sin_addr),
-		 ntohs(sa.sin_port));
-	c->ctrl_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	salen = sockaddr_make(&sa, &hw.ip, hw.tcp_port, c->ctx->ifi.ifindex);
+	melen = sockaddr_make(&me, &my_ip, 0, c->ctx->ifi.ifindex);
+	endpoint_text(s->peer_name, sizeof(s->peer_name), &hw.ip, hw.tcp_port);
+	c->ctrl_fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->ctrl_fd < 0) {
 		return -errno;
 	}
 	ctrl_keepalive(c->ctrl_fd, c->ctx->params.peer_timeout_ms);
 	/* Leave from harp's interface address, so the data path and this one agree. */
-	if (bind(c->ctrl_fd, (struct sockaddr *)&me, sizeof(me))) {
+	if (bind(c->ctrl_fd, (struct sockaddr *)&me, melen)) {
 		err = -errno;
-		pr_err("connect: binding to %s of %s failed: %s", inet_ntoa(me.sin_addr),
+		pr_err("connect: binding to %s of %s failed: %s", WIRE_IP_STR(&my_ip),
 		       c->ctx->ifi.name, strerror(errno));
 		return err;
 	}
-	if (connect(c->ctrl_fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+	if (connect(c->ctrl_fd, (struct sockaddr *)&sa, salen) && errno != EINPROGRESS) {
 		err = -errno;
 		pr_err("connect: TCP connection to %s failed: %s", s->peer_name, strerror(errno));
 		return err;
@@ -232,7 +310,12 @@ static void hello_fill(struct harp_conn *c, struct hello *h, enum hello_type typ
 	h->nonce = c->setup->nonce;
 	h->token = c->token;
 	h->conn_id = htonl(c->id);
-	h->ipv4 = c->path.src_ip;
+	h->family = c->path.ip6 ? 6 : 4;
+	if (c->path.ip6) {
+		memcpy(h->ipv6, c->path.src_ip.b, 16);
+	} else {
+		h->ipv4 = c->path.src_ip.w[3];
+	}
 	h->udp_port = htons((uint16_t)ctx->params.port_base);
 	h->port_count = htons((uint16_t)ctx->params.port_count);
 	h->queue = htons((uint16_t)queue);
@@ -287,8 +370,8 @@ static int auth_agree(struct harp_conn *c, const struct hello *h)
 		return -EPROTO;
 	}
 	c->auth = auth_new(&s->kp, h->auth_pk, !c->is_listener_side,
-			   (s->auth_flags & AUTH_F_AES) && (h->auth & AUTH_F_AES), c->path.src_ip,
-			   c->path.dst_ip, &err);
+			   (s->auth_flags & AUTH_F_AES) && (h->auth & AUTH_F_AES), &c->path.src_ip,
+			   &c->path.dst_ip, &err);
 	if (!c->auth) {
 		setup_fail(c, "HARP_AUTH: no keys from the peer's public key: %s", strerror(-err));
 		return err;
@@ -357,28 +440,43 @@ static int check_hello(struct harp_conn *c, const struct hello *h, enum hello_ty
 	return err;
 }
 
-/* Takes the peer's half of the hello into the connection. */
-static void apply_hello(struct harp_conn *c, const struct hello *h)
+/* Takes the peer's half of the hello into the connection: its data address must be of the
+ * control connection's family (local_address gave it). */
+static int apply_hello(struct harp_conn *c, const struct hello *h)
 {
 	int mtu = ntohs(h->mtu) < c->ctx->ip_mtu ? ntohs(h->mtu) : c->ctx->ip_mtu;
 
+	if (h->family != (c->path.ip6 ? 6 : 4)) {
+		setup_fail(c, "the peer's hello names an IPv%u data address on an IPv%u control "
+			   "connection", h->family, c->path.ip6 ? 6 : 4);
+		return -EPROTO;
+	}
 	c->peer_id = ntohl(h->conn_id);
-	c->path.dst_ip = h->ipv4; /* ports: the paths probing finds within the peer's range */
+	/* ports: the paths probing finds within the peer's range */
+	if (c->path.ip6) {
+		memcpy(c->path.dst_ip.b, h->ipv6, 16);
+	} else {
+		c->path.dst_ip = wire_ip4(h->ipv4);
+	}
 	c->peer_port_lo = ntohs(h->udp_port);
 	c->peer_port_span = ntohs(h->port_count);
-	c->payload_max = (uint32_t)(mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	c->payload_max = (uint32_t)mtu - wire_pkt_overhead(c->path.ip6);
 	conn_pmtu_init(c, (uint32_t)mtu);
+	return 0;
 }
 
+/* This side's data address, and so the connection's family: the control connection's. */
 static int local_address(struct harp_conn *c)
 {
-	struct sockaddr_in me;
+	struct sockaddr_storage me;
 	socklen_t len = sizeof(me);
+	uint16_t port;
 
 	if (getsockname(c->ctrl_fd, (struct sockaddr *)&me, &len)) {
 		return -errno;
 	}
-	c->path.src_ip = me.sin_addr.s_addr;
+	c->path.ip6 = me.ss_family == AF_INET6;
+	sockaddr_read(&me, &c->path.src_ip, &port);
 	memcpy(c->path.src_mac, c->ctx->ifi.mac, 6);
 	return 0;
 }
@@ -386,7 +484,7 @@ static int local_address(struct harp_conn *c)
 static int resolve(struct harp_conn *c)
 {
 	int route_if = 0;
-	int err = netinfo_nexthop_mac(c->path.dst_ip, c->ctx->ifi.ifindex, c->path.dst_mac,
+	int err = netinfo_nexthop_mac(&c->path.dst_ip, c->ctx->ifi.ifindex, c->path.dst_mac,
 				      &route_if);
 
 	if (err == -EXDEV) {
@@ -428,7 +526,7 @@ static int step_connector(struct harp_conn *c)
 			return -so_err;
 		}
 		{
-			struct sockaddr_in peer;
+			struct sockaddr_storage peer;
 			socklen_t plen = sizeof(peer);
 
 			if (getpeername(c->ctrl_fd, (struct sockaddr *)&peer, &plen)) {
@@ -468,8 +566,10 @@ static int step_connector(struct harp_conn *c)
 			       s->peer_name, s->queue, c->ctx->nengines);
 			return -EPROTO;
 		}
-		apply_hello(c, &s->in);
-		err = auth_agree(c, &s->in);
+		err = apply_hello(c, &s->in);
+		if (!err) {
+			err = auth_agree(c, &s->in);
+		}
 		if (err) {
 			return err;
 		}
@@ -525,8 +625,10 @@ static int step_acceptor(struct harp_conn *c)
 		if (s->queue >= ntohs(s->in.queue)) {
 			s->queue %= ntohs(s->in.queue) ? ntohs(s->in.queue) : 1;
 		}
-		apply_hello(c, &s->in);
-		err = auth_prepare(c);
+		err = apply_hello(c, &s->in);
+		if (!err) {
+			err = auth_prepare(c);
+		}
 		if (!err) {
 			err = auth_agree(c, &s->in);
 		}

@@ -24,6 +24,9 @@ struct harp_listener {
 	uint64_t dropped; /* set-ups that failed, timed out or were pushed out */
 };
 
+/* A peer's TCP address as text: "a.b.c.d:port" or "[IPv6]:port". */
+#define CTRL_PEER_NAME (WIRE_IP_TEXT + 8)
+
 /* Opens the TCP listener on the interface's address and writes its handle. */
 int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_listener *l);
 /*

@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,14 +19,44 @@ void ctrlmsg_handle_build(uint8_t bytes[HARP_HANDLE_SIZE], const struct ctrlmsg_
 	struct handle_wire hw = {
 		.magic = htonl(HANDLE_MAGIC),
 		.version = htons(HANDLE_VERSION),
-		.family = htons(AF_INET),
-		.ipv4 = h->ipv4,
+		.family = htons(wire_ip_is4(&h->ip) ? AF_INET : AF_INET6),
 		.tcp_port = h->tcp_port,
 		.nonce = h->nonce,
 	};
 
+	if (wire_ip_is4(&h->ip)) {
+		hw.ipv4 = h->ip.w[3];
+	} else {
+		memcpy(hw.ipv6, h->ip.b, 16);
+	}
 	memset(bytes, 0, HARP_HANDLE_SIZE);
 	memcpy(bytes, &hw, sizeof(hw));
+}
+
+/* An IPv6 address a peer may have: not unspecified, multicast, loopback or IPv4 mapped. */
+static bool ip6_unicast(const uint8_t a[16])
+{
+	static const uint8_t zero[16], loop[16] = { [15] = 1 };
+	union wire_ip ip;
+
+	memcpy(ip.b, a, 16);
+	return memcmp(a, zero, 16) && memcmp(a, loop, 16) && a[0] != 0xff && !wire_ip_is4(&ip);
+}
+
+/* The address a handle names, with the other family's field empty; false: none. */
+static bool handle_address(const struct handle_wire *hw, union wire_ip *ip)
+{
+	static const uint8_t zero[16];
+
+	if (ntohs(hw->family) == AF_INET && hw->ipv4 && !memcmp(hw->ipv6, zero, 16)) {
+		*ip = wire_ip4(hw->ipv4);
+		return true;
+	}
+	if (ntohs(hw->family) == AF_INET6 && !hw->ipv4 && ip6_unicast(hw->ipv6)) {
+		memcpy(ip->b, hw->ipv6, 16);
+		return true;
+	}
+	return false;
 }
 
 int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *out, char *why,
@@ -45,25 +76,41 @@ int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *o
 			 ntohl(hw.magic), HANDLE_MAGIC);
 		return -EINVAL;
 	}
-	if (ntohs(hw.version) != HANDLE_VERSION || ntohs(hw.family) != AF_INET || !hw.tcp_port ||
-	    !hw.ipv4) {
+	if (ntohs(hw.version) != HANDLE_VERSION || !hw.tcp_port ||
+	    !handle_address(&hw, &out->ip)) {
 		snprintf(why, whylen, "unsupported harp handle (version %u, family %u, port %u)",
 			 ntohs(hw.version), ntohs(hw.family), ntohs(hw.tcp_port));
 		return -EINVAL;
 	}
-	out->ipv4 = hw.ipv4;
 	out->tcp_port = hw.tcp_port;
 	out->nonce = hw.nonce;
 	return 0;
 }
 
-/* The numbers the connection will run on: an MTU IPv4 allows, an id, a UDP range in bounds. */
+/* The hello's data address: of its family, that family's field alone filled. */
+static bool hello_address(const struct hello *h)
+{
+	static const uint8_t zero[16];
+
+	return h->family == 4 ? h->ipv4 && !memcmp(h->ipv6, zero, 16)
+			      : h->family == 6 && !h->ipv4 && ip6_unicast(h->ipv6);
+}
+
+/*
+ * The numbers the connection will run on: a data address, an MTU its family allows, an id, a
+ * UDP range in bounds.
+ */
 static int hello_numbers(const struct hello *h, char *why, size_t whylen)
 {
 	unsigned int mtu = ntohs(h->mtu), port = ntohs(h->udp_port), count = ntohs(h->port_count);
 
-	if (mtu < HELLO_MIN_MTU || !h->conn_id || port < 1024 || !count ||
-	    port + count - 1 > 65535) {
+	if (!hello_address(h)) {
+		snprintf(why, whylen, "nonsense in hello (address family %u, or no address of it)",
+			 h->family);
+		return -EPROTO;
+	}
+	if (mtu < (h->family == 6 ? HELLO_MIN_MTU6 : HELLO_MIN_MTU) || !h->conn_id ||
+	    port < 1024 || !count || port + count - 1 > 65535) {
 		snprintf(why, whylen, "nonsense in hello (mtu %u, id %u, UDP ports %u+%u)", mtu,
 			 ntohl(h->conn_id), port, count);
 		return -EPROTO;

@@ -15,6 +15,7 @@
 
 #include "auth.h"
 #include "harp/harp.h"
+#include "wire.h"
 
 /* ---- the handle ------------------------------------------------------------------------------ */
 
@@ -25,18 +26,22 @@
 struct handle_wire {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t family;
-	uint32_t ipv4;	   /* network order */
+	uint16_t family;   /* AF_INET or AF_INET6 (Linux's numbers), network order */
+	uint32_t ipv4;	   /* AF_INET: the listener's address, network order; else 0 */
 	uint16_t tcp_port; /* network order */
 	uint16_t reserved;
-	uint64_t nonce; /* names this listener */
+	uint64_t nonce;	  /* names this listener */
+	uint8_t ipv6[16]; /* AF_INET6: the listener's address; else 0 */
 };
 _Static_assert(sizeof(struct handle_wire) <= HARP_HANDLE_USED, "handle fits the bytes harp owns");
 _Static_assert(HARP_HANDLE_SIZE <= 128, "NCCL_NET_HANDLE_MAXSIZE is 128 bytes");
 
-/* The listener a handle names: its TCP address, in network order, and its nonce. */
+/*
+ * The listener a handle names: its TCP address (IPv4 mapped, or IPv6), in network order, and its
+ * nonce. A link-local IPv6 address holds no scope: the connector takes its own interface's.
+ */
 struct ctrlmsg_handle {
-	uint32_t ipv4;
+	union wire_ip ip;
 	uint16_t tcp_port;
 	uint64_t nonce;
 };
@@ -56,9 +61,10 @@ int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *o
 /* 2: paths found by probing; 3: a frame may carry several records; 4: small sends may go
  * unsolicited; 5: X25519 keys for HARP_AUTH (96 bytes); 6: path MTU probes, packets sent again
  * in parts (wire version 3); 7: HARP_AUTH's keys bound to the addresses, its nonce to the ports,
- * and a replay window */
-#define HELLO_VERSION 8
+ * and a replay window; 9: IPv6 data addresses (family, ipv6) */
+#define HELLO_VERSION 9
 #define HELLO_MIN_MTU 576 /* what every IPv4 host must take */
+#define HELLO_MIN_MTU6 1280 /* and every IPv6 link (RFC 8200) */
 
 enum hello_type {
 	HELLO_REQ = 1,
@@ -74,7 +80,7 @@ struct hello {
 	uint64_t nonce; /* HELLO_REQ: the listener's, from the handle */
 	uint64_t token; /* chosen by the connector */
 	uint32_t conn_id;
-	uint32_t ipv4;
+	uint32_t ipv4; /* family 4: the sender's data address; else 0 */
 	uint16_t udp_port;
 	uint16_t queue;	  /* HELLO_REQ: engines the connector runs; HELLO_OK: the engine chosen
 			   * (an index among them, not a NIC queue number) */
@@ -82,7 +88,10 @@ struct hello {
 	uint16_t refuse_errno;
 	uint16_t port_count; /* with udp_port: the sender's UDP range, where its probes may land */
 	uint8_t auth;	     /* AUTH_F_*; HELLO_OK: AUTH_F_WANT says the connection runs it */
-	uint8_t reserved[21];
+	uint8_t family;	     /* 4 or 6: the family of the sender's data address (the control
+			      * connection's); HELLO_REFUSE: may be 0 */
+	uint8_t ipv6[16];    /* family 6: the sender's data address; else 0 */
+	uint8_t reserved[4];
 	uint8_t auth_pk[AUTH_PUBKEY_BYTES]; /* with AUTH_F_KEY: an X25519 public key */
 };
 _Static_assert(sizeof(struct hello) == 96, "hello is 96 bytes");

@@ -17,6 +17,9 @@
 struct harp_ctx {
 	struct harp_params params;
 	struct if_info ifi;
+	/* the address the listeners take, of the family HARP_FAMILY picks (IPv4 mapped, or IPv6):
+	 * a connector takes the family of the listener's handle */
+	union wire_ip ip;
 	struct steer steer;
 	int queue_ids[HARP_MAX_QUEUES]; /* HARP_QUEUES, ascending: engine i runs queue_ids[i] */
 	int nqueues;

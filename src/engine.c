@@ -417,7 +417,8 @@ static struct harp_conn *rx_conn(struct harp_engine *e, const struct wire_pkt *p
 	/* the addresses too: a frame of ours reflected back at us (its conn_id is the peer's,
 	 * which may equal one of ours, and its token is the session's) is not the peer's */
 	if (c && c->id == p->h.conn_id && c->token == p->h.token &&
-	    p->src_ip == c->path.dst_ip && p->dst_ip == c->path.src_ip &&
+	    p->ip6 == c->path.ip6 && wire_ip_eq(&p->src_ip, &c->path.dst_ip) &&
+	    wire_ip_eq(&p->dst_ip, &c->path.src_ip) &&
 	    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 		return c;
 	}
@@ -466,11 +467,13 @@ static void rx_probe(struct harp_engine *e, struct harp_conn *c, const struct wi
 		     uint64_t now)
 {
 	if (e->env.pairs) {
+		uint32_t peer = wire_ip_fold(&p->src_ip);
+
 		/* another engine here sent on the flow lately (a probe): the tap may steer it
 		 * there yet, whatever brought this probe here */
-		if (pairs_leased_by_other(e->env.pairs, p->src_ip, p->dst_port, p->src_port,
-					  e->queue, now / 1000000) ||
-		    !pairs_claim(e->env.pairs, p->src_ip, p->dst_port, p->src_port, e->queue)) {
+		if (pairs_leased_by_other(e->env.pairs, peer, p->dst_port, p->src_port, e->queue,
+					  now / 1000000) ||
+		    !pairs_claim(e->env.pairs, peer, p->dst_port, p->src_port, e->queue)) {
 			e->stats.rx_probes_pair_taken++;
 			return;
 		}
@@ -661,7 +664,7 @@ static uint32_t frame_seal(struct harp_conn *c, uint8_t *frame, uint32_t records
 	if (c->auth) {
 		/* the first record names the trailer; the MAC covers every record, and stands in
 		 * for the UDP checksum */
-		uint8_t *records = frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+		uint8_t *records = frame + wire_records_at(path.ip6);
 		uint16_t trailer = htons(HARP_AUTH_TRAILER);
 
 		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
@@ -671,7 +674,8 @@ static uint32_t frame_seal(struct harp_conn *c, uint8_t *frame, uint32_t records
 		len = wire_seal(frame, &path, records_len, ip_id, true);
 	}
 	if (corrupt) {
-		frame[HARP_ETH_HLEN + 10] ^= 0x5a; /* the IPv4 header checksum: the peer drops it */
+		/* the IPv4 header checksum, or IPv6's UDP one: the peer drops the frame */
+		frame[path.ip6 ? wire_records_at(true) - 2 : HARP_ETH_HLEN + 10] ^= 0x5a;
 	}
 	return len;
 }
@@ -694,7 +698,7 @@ static void tx_seal(struct harp_engine *e, struct tx_batch *b)
 			.conn = c, .frame = b->frame, .records = b->records,
 			.src_port = b->src_port, .dst_port = b->dst_port, .ip_id = ip_id,
 		};
-		tx_chain(e, b, HARP_FRAME_OVERHEAD - HARP_HDR_LEN + b->records +
+		tx_chain(e, b, wire_records_at(c->path.ip6) + b->records +
 				       (c->auth ? HARP_AUTH_TRAILER : 0));
 	} else {
 		tx_chain(e, b, frame_seal(c, b->frame, b->records, b->src_port, b->dst_port, ip_id,
@@ -706,7 +710,7 @@ static void tx_seal(struct harp_engine *e, struct tx_batch *b)
 
 /*
  * The frames that waited for copies from device memory, sealed once the copies are done; if
- * they failed, sealed broken (a bad IPv4 header checksum), so the peer drops them.
+ * they failed, sealed broken (a bad checksum), so the peer drops them.
  */
 static void tx_seal_device(struct harp_engine *e, const struct tx_batch *b)
 {
@@ -750,7 +754,7 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 	if (b->open == c && !b->alone && !wire_alone(tx->h.type) &&
 	    b->src_port == tx->src_port && b->dst_port == tx->dst_port &&
 	    b->records + HARP_HDR_LEN + body <= HARP_HDR_LEN + c->payload_max) {
-		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN + b->records;
+		record = b->frame + wire_records_at(c->path.ip6) + b->records;
 		e->stats.tx_bundled++;
 	} else {
 		tx_seal(e, b);
@@ -768,7 +772,7 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 		b->src_port = tx->src_port;
 		b->dst_port = tx->dst_port;
 		b->alone = wire_alone(tx->h.type);
-		record = b->frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+		record = b->frame + wire_records_at(c->path.ip6);
 		e->stats.tx_packets++;
 	}
 	wire_put_record(record, &tx->h);
@@ -853,6 +857,7 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 static void expect_packets(struct harp_engine *e, const struct harp_conn *c,
 			   const struct harp_req *r)
 {
+	uint32_t frame = wire_records_at(c->path.ip6) + HARP_HDR_LEN + c->payload_max;
 	uint64_t bytes = 0;
 	int i;
 
@@ -860,9 +865,7 @@ static void expect_packets(struct harp_engine *e, const struct harp_conn *c,
 		bytes += r->recv.cap[i];
 	}
 	/* each packet takes as many fill-ring frames as its chain has pieces */
-	xsk_port_expect(&e->port, (bytes / c->payload_max + 1) *
-					  xsk_port_rx_pieces(&e->port,
-							     HARP_FRAME_OVERHEAD + c->payload_max));
+	xsk_port_expect(&e->port, (bytes / c->payload_max + 1) * xsk_port_rx_pieces(&e->port, frame));
 }
 
 /* Takes c's new requests in order; false when the next one must wait for a free slot. */
@@ -987,7 +990,7 @@ static void check_probing(struct harp_engine *e, struct harp_conn *c, uint64_t n
 	       "(a queue without a harp socket, or another process's: let harp run on every queue "
 	       "the NIC hashes to, see HARP_QUEUES)",
 	       c->id, (unsigned long long)c->stats.probes_sent,
-	       inet_ntoa((struct in_addr){ c->path.dst_ip }), e->env.params->connect_timeout_ms,
+	       WIRE_IP_STR(&c->path.dst_ip), e->env.params->connect_timeout_ms,
 	       seen, e->env.ifname, e->queue);
 	conn_fail(c, -EHOSTUNREACH);
 }
@@ -1093,7 +1096,7 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 		if (told) {
 			pr_info("conn %u: peer %s has heard nothing of it for %u ms (%s mode here: "
 				"nothing to change)",
-				told->id, inet_ntoa((struct in_addr){ told->path.dst_ip }),
+				told->id, WIRE_IP_STR(&told->path.dst_ip),
 				told->peer_hears_nothing_ms, e->port.zerocopy ? "zero-copy" : "copy");
 			told->peer_hears_nothing_ms = 0;
 		}
@@ -1122,7 +1125,7 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 			"(driver %s) sends it in zero-copy mode: taking the zero-copy transmit for "
 			"broken, %s falls back to copy mode (HARP_BIND_MODE=zerocopy would keep zero "
 			"copy)",
-			e->queue, inet_ntoa((struct in_addr){ told->path.dst_ip }), told->id,
+			e->queue, WIRE_IP_STR(&told->path.dst_ip), told->id,
 			told->peer_hears_nothing_ms, e->env.ifname, e->queue,
 			driver[0] ? driver : "unknown", e->env.ifname);
 		told->peer_hears_nothing_ms = 0;

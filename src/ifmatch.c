@@ -3,7 +3,7 @@
  * Choosing interfaces the way NCCL_SOCKET_IFNAME does, so one setting reads the same to a user of
  * either: a comma-separated list of name prefixes; a leading '^' turns the list into exclusions,
  * a leading '=' (after any '^') makes the entries exact names. Only interfaces that are up and
- * hold an IPv4 address count, in the order the kernel lists them.
+ * hold an IPv4 or IPv6 address (not IPv6's loopback) count, in the order the kernel lists them.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -60,6 +60,20 @@ bool ifmatch_is_plain(const char *spec)
 	return spec && *spec && !strpbrk(spec, ",^=") && if_nametoindex(spec) != 0;
 }
 
+/* An address harp could use: IPv4, or IPv6 other than the loopback (as NCCL skips it). */
+static bool has_address(const struct ifaddrs *a)
+{
+	if (!a->ifa_addr) {
+		return false;
+	}
+	if (a->ifa_addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)a->ifa_addr;
+
+		return !IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+	}
+	return a->ifa_addr->sa_family == AF_INET;
+}
+
 int harp_ifname_match(const char *spec, char (*names)[16], int max)
 {
 	char found[HARP_IFMATCH_MAX][16];
@@ -75,8 +89,8 @@ int harp_ifname_match(const char *spec, char (*names)[16], int max)
 	for (a = all; a && n < HARP_IFMATCH_MAX; a = a->ifa_next) {
 		bool seen = false;
 
-		if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP) ||
-		    strlen(a->ifa_name) >= 16 || !ifmatch_one(spec, a->ifa_name)) {
+		if (!has_address(a) || !(a->ifa_flags & IFF_UP) || strlen(a->ifa_name) >= 16 ||
+		    !ifmatch_one(spec, a->ifa_name)) {
 			continue;
 		}
 		/* an interface with several addresses is listed once per address */

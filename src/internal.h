@@ -51,6 +51,7 @@ enum { HARP_ENGINE_THREADS_AUTO, HARP_ENGINE_THREADS_ON, HARP_ENGINE_THREADS_OFF
 #define HARP_MTU_MIN 576 /* the least IP MTU harp runs at (IPv4's minimum datagram) */
 enum { HARP_BIND_AUTO, HARP_BIND_ZEROCOPY, HARP_BIND_COPY };
 enum { HARP_XDP_NATIVE, HARP_XDP_SKB };
+enum { HARP_FAMILY_AUTO, HARP_FAMILY_IPV4, HARP_FAMILY_IPV6 };
 
 /* Fills p with every default. */
 void params_defaults(struct harp_params *p);

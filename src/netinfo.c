@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * harp sends real IPv4/UDP, so it addresses frames the way the kernel would: the route decides
- * the next hop (the peer itself, or a gateway), and the neighbour table gives its MAC. The
- * control connection's TCP traffic has already made the kernel resolve that neighbour, so by the
- * time a connection needs it the entry is normally valid.
+ * harp sends real IPv4 or IPv6 UDP, so it addresses frames the way the kernel would: the route
+ * decides the next hop (the peer itself, or a gateway), and the neighbour table (ARP's, or
+ * NDP's) gives its MAC. The control connection's TCP traffic has already made the kernel resolve
+ * that neighbour, so by the time a connection needs it the entry is normally valid.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <linux/ethtool.h>
 #include <linux/neighbour.h>
@@ -102,6 +103,32 @@ static int rss_table_size(int fd, struct ifreq *ifr)
 	return (int)indir.size;
 }
 
+/* The interface's IPv6 address: the first not link-local, else the first link-local one. */
+static void first_ipv6(struct if_info *info)
+{
+	struct ifaddrs *all, *a;
+	bool have = false;
+
+	if (getifaddrs(&all)) {
+		return; /* no IPv6 known: IPv4 only, as before */
+	}
+	for (a = all; a; a = a->ifa_next) {
+		const uint8_t *ip;
+
+		if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET6 ||
+		    strcmp(a->ifa_name, info->name)) {
+			continue;
+		}
+		ip = ((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr.s6_addr;
+		if (!have || (info->ipv6_link && !netinfo_link_local(ip))) {
+			memcpy(info->ipv6, ip, 16);
+			info->ipv6_link = netinfo_link_local(ip);
+			have = true;
+		}
+	}
+	freeifaddrs(all);
+}
+
 int netinfo_interface(const char *ifname, struct if_info *info)
 {
 	struct ifreq ifr;
@@ -136,6 +163,7 @@ int netinfo_interface(const char *ifname, struct if_info *info)
 	if (!ioctl(fd, SIOCGIFADDR, &ifr)) {
 		info->ipv4 = ((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr.s_addr;
 	}
+	first_ipv6(info);
 	count_queues(fd, &ifr, info);
 	info->speed_mbps = link_speed(fd, &ifr);
 	info->rss_table = rss_table_size(fd, &ifr);
@@ -189,7 +217,7 @@ static void add_attr(struct nlmsghdr *nh, unsigned short type, const void *data,
 }
 
 /* Route to dst: sets the output interface and the next hop (gateway, or dst itself). */
-static int route_get(uint32_t dst, int *oif, uint32_t *nexthop)
+static int route_get(const union wire_ip *dst, int ifindex, int *oif, union wire_ip *nexthop)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -199,15 +227,19 @@ static int route_get(uint32_t dst, int *oif, uint32_t *nexthop)
 	char buf[4096];
 	struct rtattr *rta;
 	struct rtmsg *rt;
+	bool ip4 = wire_ip_is4(dst);
 	int len, alen;
 
 	memset(&req, 0, sizeof(req));
 	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
 	req.nh.nlmsg_type = RTM_GETROUTE;
 	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.rt.rtm_family = AF_INET;
-	req.rt.rtm_dst_len = 32;
-	add_attr(&req.nh, RTA_DST, &dst, 4);
+	req.rt.rtm_family = ip4 ? AF_INET : AF_INET6;
+	req.rt.rtm_dst_len = ip4 ? 32 : 128;
+	add_attr(&req.nh, RTA_DST, ip4 ? (const void *)&dst->w[3] : dst->b, ip4 ? 4 : 16);
+	if (!ip4 && netinfo_link_local(dst->b)) {
+		add_attr(&req.nh, RTA_OIF, &ifindex, 4); /* a link-local address: on harp's link */
+	}
 	len = rtnl_ask(&req.nh, buf, sizeof(buf));
 	if (len < 0) {
 		return len == -ENETUNREACH || len == -EHOSTUNREACH ? -ENETUNREACH : len;
@@ -215,12 +247,14 @@ static int route_get(uint32_t dst, int *oif, uint32_t *nexthop)
 	rt = NLMSG_DATA((struct nlmsghdr *)buf);
 	alen = (int)RTM_PAYLOAD((struct nlmsghdr *)buf);
 	*oif = 0;
-	*nexthop = dst;
+	*nexthop = *dst;
 	for (rta = RTM_RTA(rt); RTA_OK(rta, alen); rta = RTA_NEXT(rta, alen)) {
 		if (rta->rta_type == RTA_OIF && RTA_PAYLOAD(rta) >= 4) {
 			memcpy(oif, RTA_DATA(rta), 4);
-		} else if (rta->rta_type == RTA_GATEWAY && RTA_PAYLOAD(rta) >= 4) {
-			memcpy(nexthop, RTA_DATA(rta), 4);
+		} else if (rta->rta_type == RTA_GATEWAY && RTA_PAYLOAD(rta) == (ip4 ? 4u : 16u)) {
+			void *to = ip4 ? (void *)&nexthop->w[3] : nexthop->b;
+
+			memcpy(to, RTA_DATA(rta), ip4 ? 4 : 16);
 		}
 	}
 	if (rt->rtm_type != RTN_UNICAST && rt->rtm_type != RTN_LOCAL) {
@@ -229,7 +263,7 @@ static int route_get(uint32_t dst, int *oif, uint32_t *nexthop)
 	return *oif ? 0 : -ENETUNREACH;
 }
 
-static int neigh_get(uint32_t ip, int ifindex, uint8_t mac[6])
+static int neigh_get(const union wire_ip *ip, int ifindex, uint8_t mac[6])
 {
 	struct {
 		struct nlmsghdr nh;
@@ -239,16 +273,16 @@ static int neigh_get(uint32_t ip, int ifindex, uint8_t mac[6])
 	char buf[4096];
 	struct rtattr *rta;
 	struct ndmsg *nd;
+	bool ip4 = wire_ip_is4(ip), have_mac = false;
 	int len, alen;
-	bool have_mac = false;
 
 	memset(&req, 0, sizeof(req));
 	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg));
 	req.nh.nlmsg_type = RTM_GETNEIGH;
 	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.nd.ndm_family = AF_INET;
+	req.nd.ndm_family = ip4 ? AF_INET : AF_INET6;
 	req.nd.ndm_ifindex = ifindex;
-	add_attr(&req.nh, NDA_DST, &ip, 4);
+	add_attr(&req.nh, NDA_DST, ip4 ? (const void *)&ip->w[3] : ip->b, ip4 ? 4 : 16);
 	len = rtnl_ask(&req.nh, buf, sizeof(buf));
 	if (len < 0) {
 		return len == -ENOENT ? -EAGAIN : len;
@@ -268,12 +302,13 @@ static int neigh_get(uint32_t ip, int ifindex, uint8_t mac[6])
 	return 0;
 }
 
-int netinfo_nexthop_mac(uint32_t dst_ip, int ifindex, uint8_t mac[6], int *route_ifindex)
+int netinfo_nexthop_mac(const union wire_ip *dst, int ifindex, uint8_t mac[6],
+			int *route_ifindex)
 {
-	uint32_t nexthop;
+	union wire_ip nexthop;
 	int oif, err;
 
-	err = route_get(dst_ip, &oif, &nexthop);
+	err = route_get(dst, ifindex, &oif, &nexthop);
 	if (err) {
 		return err;
 	}
@@ -281,5 +316,5 @@ int netinfo_nexthop_mac(uint32_t dst_ip, int ifindex, uint8_t mac[6], int *route
 	if (oif != ifindex) {
 		return -EXDEV;
 	}
-	return neigh_get(nexthop, ifindex, mac);
+	return neigh_get(&nexthop, ifindex, mac);
 }

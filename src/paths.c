@@ -19,6 +19,13 @@
 
 #define CWND_INIT 32 /* packets, the connection's: shared over its paths */
 #define CWND_MIN 4   /* packets, the connection's floor: shared too, at least 1 a path */
+
+/* The peer's address as the port-pair table keys it (pairs.h). */
+static inline uint32_t peer_key(const struct harp_conn *c)
+{
+	return wire_ip_fold(&c->path.dst_ip);
+}
+
 /* A loss is taken for congestion when the path's srtt is above 2 x min_rtt + this, */
 #define RANDOM_LOSS_SLACK_US 1000
 /* or when more than 1 in this many of the path's recent packets were lost. */
@@ -285,7 +292,7 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 			used = pr->cand_src[i] == sp && pr->cand_dst[i] == dp;
 		}
 		if (!used && c->pairs) {
-			used = !pairs_free_for(c->pairs, c->path.dst_ip, sp, dp, c->pair_owner);
+			used = !pairs_free_for(c->pairs, peer_key(c), sp, dp, c->pair_owner);
 		}
 		if (!used) {
 			pr->cand_src[n] = sp;
@@ -358,7 +365,7 @@ void conn_on_peer_data(struct harp_conn *c, uint16_t local_port, uint16_t peer_p
 	/* a path of the peer's whose pair left the list (or whose probe came before a restart
 	 * of ours): steered here again, unless another engine here owns it */
 	if (!c->pairs ||
-	    pairs_free_for(c->pairs, c->path.dst_ip, local_port, peer_port, c->pair_owner)) {
+	    pairs_free_for(c->pairs, peer_key(c), local_port, peer_port, c->pair_owner)) {
 		steer_add(&c->steer, local_port, peer_port, now);
 	}
 }
@@ -393,7 +400,7 @@ static bool next_steer(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	tx->src_port = st->local_port[i];
 	tx->dst_port = st->peer_port[i];
 	if (c->pairs) {
-		pairs_lease(c->pairs, c->path.dst_ip, tx->src_port, tx->dst_port, c->pair_owner,
+		pairs_lease(c->pairs, peer_key(c), tx->src_port, tx->dst_port, c->pair_owner,
 			    now / 1000000);
 	}
 	tx->twin_src_port = 0;
@@ -486,7 +493,7 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 		}
 	}
 	/* another engine took the pair since the round began (its own probe, or the peer's) */
-	if (c->pairs && !pairs_claim(c->pairs, c->path.dst_ip, pr->cand_src[cand],
+	if (c->pairs && !pairs_claim(c->pairs, peer_key(c), pr->cand_src[cand],
 				     pr->cand_dst[cand], c->pair_owner)) {
 		c->stats.probes_pair_taken++;
 		return;
@@ -749,9 +756,9 @@ bool paths_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	 * guest last sent it from (pairs.h). So none goes on a pair another engine took since
 	 * the round began, or sent on lately. */
 	while (c->pairs && pr->sent < pr->ncands &&
-	       (!pairs_free_for(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent],
+	       (!pairs_free_for(c->pairs, peer_key(c), pr->cand_src[pr->sent],
 				pr->cand_dst[pr->sent], c->pair_owner) ||
-		pairs_leased_by_other(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent],
+		pairs_leased_by_other(c->pairs, peer_key(c), pr->cand_src[pr->sent],
 				      pr->cand_dst[pr->sent], c->pair_owner, now / 1000000))) {
 		pr->sent++;
 	}
@@ -759,7 +766,7 @@ bool paths_next_probe(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 		return false;
 	}
 	if (c->pairs) {
-		pairs_lease(c->pairs, c->path.dst_ip, pr->cand_src[pr->sent], pr->cand_dst[pr->sent],
+		pairs_lease(c->pairs, peer_key(c), pr->cand_src[pr->sent], pr->cand_dst[pr->sent],
 			    c->pair_owner, now / 1000000);
 	}
 	unreliable_hdr(c, h, HARP_PKT_PROBE, now);

@@ -23,7 +23,7 @@ void conn_pmtu_init(struct harp_conn *c, uint32_t ceiling)
 static void pmtu_use(struct harp_conn *c, uint32_t mtu)
 {
 	c->pmtu.mtu = mtu;
-	c->payload_max = mtu - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
+	c->payload_max = mtu - wire_pkt_overhead(c->path.ip6) -
 			 (c->auth ? HARP_AUTH_TRAILER : 0);
 	paths_set_mss(c, mtu);
 }
@@ -205,7 +205,7 @@ bool pmtu_next(struct harp_conn *c, struct conn_tx *tx, uint64_t now)
 	unreliable_hdr(c, h, HARP_PKT_PMTU, now);
 	h->tag = pm->id;
 	h->msg_len = pm->probe;
-	h->len = (uint16_t)(pm->probe - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
+	h->len = (uint16_t)(pm->probe - wire_pkt_overhead(c->path.ip6) -
 			    (c->auth ? HARP_AUTH_TRAILER : 0));
 	tx->payload = pmtu_padding;
 	tx->device = false;

@@ -28,14 +28,15 @@ struct conn_tx;
  * still proves the size: a loaded peer, slow to answer, must not hold the search low, nor a
  * false black hole packets at the base (unless the probe is older than the last fall).
  *
- * The base is RFC 8899's BASE_PLPMTU for IPv4, a size every path is taken to carry, not 1500:
+ * The base is RFC 8899's BASE_PLPMTU (for IPv4 and IPv6 alike; IPv6's links carry 1280 at
+ * least, and no router there cuts a packet), a size every path is taken to carry, not 1500:
  * an overlay or a VPN between 9000-byte interfaces (VXLAN, GENEVE, GCP's 1460) carries less
  * than 1500, and a base it drops would leave nothing smaller to fall back to. The ceiling is
  * probed first, so on a clean path packets leave the base after one answered probe.
  */
 #define CONN_PMTU_BASE 1200u
-/* a packet cut to the base must fit HARP_SEG_MAX parts, a MAC trailer in each */
-_Static_assert(HARP_SEG_MAX * (CONN_PMTU_BASE - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
+/* a packet cut to the base must fit HARP_SEG_MAX parts, a MAC trailer in each, over either IP */
+_Static_assert(HARP_SEG_MAX * (CONN_PMTU_BASE - HARP_IP6_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN -
 			      HARP_AUTH_TRAILER) >=
 		       HARP_IP_MAX - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN,
 	       "the largest packet fits HARP_SEG_MAX parts of the PMTU base");

@@ -21,7 +21,7 @@ static inline struct tx_rec *rec_of(struct harp_conn *c, uint32_t psn)
 /* Bytes of IP a packet of payload bytes takes: what the windows count. */
 static inline uint32_t pkt_bytes(const struct harp_conn *c, uint32_t payload)
 {
-	return payload + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN +
+	return payload + wire_pkt_overhead(c->path.ip6) +
 	       (c->auth ? HARP_AUTH_TRAILER : 0);
 }
 

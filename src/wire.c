@@ -2,9 +2,15 @@
 /*
  * Building and checking harp's frames. The builder writes the headers around a body already in
  * place, so payload is copied once (from the sender's buffer into the UMEM frame). The parser
- * bounds every length by the one before it: frame length, then the IPv4 total length, then the
- * UDP length, then each record's len; a frame passes only when all agree, both checksums hold
- * and every record in it is well formed.
+ * bounds every length by the one before it: frame length, then the IP packet's length (IPv4's
+ * total length, IPv6's payload length), then the UDP length, then each record's len; a frame
+ * passes only when all agree, every checksum holds and every record in it is well formed.
+ *
+ * IPv6 packets are taken only as harp sends them: the UDP header right after the fixed header.
+ * harp never sends extension headers, and nothing on a path adds them to a unicast packet (RFC
+ * 8200 lets only the source do that), so a packet that carries one (a fragment, a jumbogram's
+ * Hop-by-Hop option, a routing header) is refused, not walked. The XDP program already drops
+ * such packets aimed at harp's ports (bpf/harp_xdp.bpf.c); this check stands behind it.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -13,6 +19,7 @@
 #include "wire.h"
 
 #define ETH_P_IPV4 0x0800
+#define ETH_P_IPV6 0x86dd
 #define ETH_P_VLAN 0x8100
 #define IPPROTO_UDP_NUM 17
 
@@ -102,15 +109,29 @@ uint16_t wire_ip_csum(const void *hdr, size_t len)
 	return csum_fold(csum_add(0, hdr, len));
 }
 
-/* UDP checksum over the IPv4 pseudo-header, the UDP header and the body (result in host order). */
-static uint16_t udp4_csum(const uint8_t *ip, const uint8_t *udp, uint16_t udp_len)
+/*
+ * The sum of the pseudo-header the UDP checksum covers: the source and destination addresses
+ * (IPv4's at bytes 12-19, IPv6's at 8-39, adjacent in both), the protocol and the UDP length.
+ */
+static uint32_t pseudo_sum(const uint8_t *ip, bool ip6, uint16_t udp_len)
 {
-	uint32_t sum = 0;
+	return csum_add(IPPROTO_UDP_NUM + udp_len, ip + (ip6 ? 8 : 12), ip6 ? 32 : 8);
+}
 
-	sum = csum_add(sum, ip + 12, 8); /* source and destination address */
-	sum += IPPROTO_UDP_NUM + udp_len;
-	sum = csum_add(sum, udp, udp_len);
-	return csum_fold(sum);
+/* The UDP checksum over the pseudo-header, the UDP header and the body (host order). */
+static uint16_t udp_checksum(const uint8_t *ip, bool ip6, const uint8_t *udp, uint16_t udp_len)
+{
+	return csum_fold(csum_add(pseudo_sum(ip, ip6, udp_len), udp, udp_len));
+}
+
+const char *wire_ip_text(const union wire_ip *a, char *buf)
+{
+	if (wire_ip_is4(a)) {
+		inet_ntop(AF_INET, &a->w[3], buf, WIRE_IP_TEXT);
+	} else {
+		inet_ntop(AF_INET6, a->b, buf, WIRE_IP_TEXT);
+	}
+	return buf;
 }
 
 static void put16(uint8_t *p, uint16_t v)
@@ -170,18 +191,9 @@ void wire_put_record(uint8_t *record, const struct harp_hdr *h)
 	memcpy(record, &net, sizeof(net));
 }
 
-uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
-		   uint16_t ip_id, bool udp_csum)
+/* IPv4's header, without options, fragments allowed: DF set, as path MTU discovery needs. */
+static void put_ip4(uint8_t *ip, const struct wire_path *path, uint16_t udp_len, uint16_t ip_id)
 {
-	uint8_t *ip = frame + HARP_ETH_HLEN;
-	uint8_t *udp = ip + HARP_IP4_HLEN;
-	uint16_t udp_len = (uint16_t)(HARP_UDP_HLEN + records_len);
-	uint16_t csum;
-
-	memcpy(frame, path->dst_mac, 6);
-	memcpy(frame + 6, path->src_mac, 6);
-	put16(frame + 12, ETH_P_IPV4);
-
 	ip[0] = 0x45; /* version 4, 20-byte header */
 	ip[1] = 0;
 	put16(ip + 2, (uint16_t)(HARP_IP4_HLEN + udp_len));
@@ -190,35 +202,69 @@ uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t record
 	ip[8] = 64;
 	ip[9] = IPPROTO_UDP_NUM;
 	put16(ip + 10, 0);
-	memcpy(ip + 12, &path->src_ip, 4);
-	memcpy(ip + 16, &path->dst_ip, 4);
+	memcpy(ip + 12, &path->src_ip.w[3], 4);
+	memcpy(ip + 16, &path->dst_ip.w[3], 4);
 	put16(ip + 10, wire_ip_csum(ip, HARP_IP4_HLEN));
+}
 
+/* IPv6's fixed header, UDP next: traffic class 0, flow label 0 (the ports tell flows apart). */
+static void put_ip6(uint8_t *ip, const struct wire_path *path, uint16_t udp_len)
+{
+	ip[0] = 0x60;
+	ip[1] = 0;
+	ip[2] = 0;
+	ip[3] = 0;
+	put16(ip + 4, udp_len);
+	ip[6] = IPPROTO_UDP_NUM;
+	ip[7] = 64; /* hop limit */
+	memcpy(ip + 8, path->src_ip.b, 16);
+	memcpy(ip + 24, path->dst_ip.b, 16);
+}
+
+uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+		   uint16_t ip_id, bool udp_csum)
+{
+	uint8_t *ip = frame + HARP_ETH_HLEN;
+	uint8_t *udp = ip + wire_ip_hlen(path->ip6);
+	uint16_t udp_len = (uint16_t)(HARP_UDP_HLEN + records_len);
+	uint16_t csum;
+
+	memcpy(frame, path->dst_mac, 6);
+	memcpy(frame + 6, path->src_mac, 6);
+	if (path->ip6) {
+		put16(frame + 12, ETH_P_IPV6);
+		put_ip6(ip, path, udp_len);
+		udp_csum = true; /* IPv6 takes no UDP packet without one */
+	} else {
+		put16(frame + 12, ETH_P_IPV4);
+		put_ip4(ip, path, udp_len, ip_id);
+	}
 	memcpy(udp, &path->src_port, 2);
 	memcpy(udp + 2, &path->dst_port, 2);
 	put16(udp + 4, udp_len);
 	put16(udp + 6, 0); /* 0 means "no checksum" in IPv4 UDP */
 	if (udp_csum) {
-		csum = udp4_csum(ip, udp, udp_len);
+		csum = udp_checksum(ip, path->ip6, udp, udp_len);
 		put16(udp + 6, csum ? csum : 0xffff);
 	}
-	return HARP_ETH_HLEN + HARP_IP4_HLEN + udp_len;
+	return (uint32_t)(udp - frame) + udp_len;
 }
 
 uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
 		    uint32_t body_len, uint16_t ip_id)
 {
-	wire_put_record(frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, h);
+	wire_put_record(frame + wire_records_at(path->ip6), h);
 	return wire_seal(frame, path, HARP_HDR_LEN + body_len, ip_id, true);
 }
 
 static const char *const wire_err_names[WIRE_ERR_MAX] = {
 	[WIRE_OK] = "ok",
 	[WIRE_ERR_SHORT] = "truncated",
-	[WIRE_ERR_NOT_IP4] = "not IPv4",
-	[WIRE_ERR_IP_HDR] = "bad IPv4 header",
+	[WIRE_ERR_NOT_IP4] = "not IPv4 or IPv6",
+	[WIRE_ERR_IP_HDR] = "bad IP header",
 	[WIRE_ERR_IP_CSUM] = "bad IPv4 checksum",
 	[WIRE_ERR_NOT_UDP] = "not UDP",
+	[WIRE_ERR_IP6_EXT] = "IPv6 extension headers",
 	[WIRE_ERR_UDP_LEN] = "bad UDP length",
 	[WIRE_ERR_UDP_CSUM] = "bad UDP checksum",
 	[WIRE_ERR_VERSION] = "unknown harp version",
@@ -237,7 +283,7 @@ const char *wire_err_name(enum wire_err e)
  * Per-type rules on the body, once the header is known to be complete. After the body, what is
  * left of the UDP payload is either nothing or another whole record (at least a header).
  */
-static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
+static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail, bool ip6)
 {
 	if (h->len > body_avail || (h->len < body_avail && body_avail - h->len < HARP_HDR_LEN)) {
 		return WIRE_ERR_LEN;
@@ -262,7 +308,7 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 		return WIRE_OK;
 	case HARP_PKT_PMTU: {
 		/* its padding (and a MAC trailer, if any) makes it the size it asks about */
-		uint64_t ip = (uint64_t)h->len + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN;
+		uint64_t ip = (uint64_t)h->len + wire_pkt_overhead(ip6);
 
 		return h->msg_len <= HARP_IP_MAX &&
 				       (h->msg_len == ip || h->msg_len == ip + HARP_AUTH_TRAILER) ?
@@ -282,7 +328,7 @@ static enum wire_err check_body(const struct harp_hdr *h, uint32_t body_avail)
 	}
 }
 
-static enum wire_err check_record(const uint8_t *at, uint32_t avail, struct harp_hdr *h)
+static enum wire_err check_record(const uint8_t *at, uint32_t avail, bool ip6, struct harp_hdr *h)
 {
 	struct harp_hdr net;
 
@@ -294,7 +340,7 @@ static enum wire_err check_record(const uint8_t *at, uint32_t avail, struct harp
 	if (h->type == 0 || h->type > HARP_PKT_TYPE_MAX) {
 		return WIRE_ERR_TYPE;
 	}
-	return check_body(h, avail - HARP_HDR_LEN);
+	return check_body(h, avail - HARP_HDR_LEN, ip6);
 }
 
 /*
@@ -304,7 +350,7 @@ static enum wire_err check_record(const uint8_t *at, uint32_t avail, struct harp
  */
 static enum wire_err check_records(const uint8_t *at, uint32_t len, struct wire_pkt *p)
 {
-	enum wire_err e = check_record(at, len, &p->h);
+	enum wire_err e = check_record(at, len, p->ip6, &p->h);
 	struct harp_hdr h;
 
 	if (e != WIRE_OK) {
@@ -312,7 +358,7 @@ static enum wire_err check_records(const uint8_t *at, uint32_t len, struct wire_
 	}
 	for (len -= HARP_HDR_LEN + p->h.len, at += HARP_HDR_LEN + p->h.len; len;
 	     len -= HARP_HDR_LEN + h.len, at += HARP_HDR_LEN + h.len) {
-		e = check_record(at, len, &h);
+		e = check_record(at, len, p->ip6, &h);
 		if (e != WIRE_OK) {
 			return e;
 		}
@@ -343,17 +389,83 @@ bool wire_next(struct wire_pkt *p)
 	return true;
 }
 
+/* IPv4's header at ip, here bytes of it in hand, len in the packet: its UDP length on WIRE_OK. */
+static enum wire_err check_ip4(const uint8_t *ip, uint32_t here, uint32_t len, uint16_t *udp_len)
+{
+	uint16_t ip_len;
+
+	if (here < HARP_IP4_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	ip_len = get16(ip + 2);
+	if (ip[0] != 0x45 || (get16(ip + 6) & 0x3fff) || ip_len < HARP_IP4_HLEN) {
+		return WIRE_ERR_IP_HDR; /* another version, options, fragments, a nonsense length */
+	}
+	if (ip_len > len) {
+		return WIRE_ERR_SHORT; /* trailing bytes (Ethernet padding) may be, missing not */
+	}
+	if (wire_ip_csum(ip, HARP_IP4_HLEN) != 0) {
+		return WIRE_ERR_IP_CSUM;
+	}
+	if (ip[9] != IPPROTO_UDP_NUM) {
+		return WIRE_ERR_NOT_UDP;
+	}
+	if (ip_len < HARP_IP4_HLEN + HARP_UDP_HLEN || here < HARP_IP4_HLEN + HARP_UDP_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	*udp_len = (uint16_t)(ip_len - HARP_IP4_HLEN);
+	return WIRE_OK;
+}
+
+/* Addresses no harp peer sends from or to: multicast (ff00::/8), unspecified, mapped IPv4. */
+static bool ip6_addr_bad(const uint8_t *a)
+{
+	static const uint8_t zero[16];
+	union wire_ip ip;
+
+	memcpy(ip.b, a, 16);
+	return a[0] == 0xff || !memcmp(a, zero, 16) || wire_ip_is4(&ip);
+}
+
+/* IPv6's fixed header at ip, as check_ip4; the UDP header must follow it at once. */
+static enum wire_err check_ip6(const uint8_t *ip, uint32_t here, uint32_t len, uint16_t *udp_len)
+{
+	uint16_t payload;
+
+	if (here < HARP_IP6_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	payload = get16(ip + 4);
+	if ((ip[0] >> 4) != 6 || payload == 0 || ip6_addr_bad(ip + 8) || ip6_addr_bad(ip + 24)) {
+		return WIRE_ERR_IP_HDR; /* another version, a jumbogram, an address no peer has */
+	}
+	if ((uint32_t)payload + HARP_IP6_HLEN > len) {
+		return WIRE_ERR_SHORT;
+	}
+	if (ip[6] != IPPROTO_UDP_NUM) {
+		/* the protocols harp cannot be: anything else is an extension header before UDP */
+		return ip[6] == 6 || ip[6] == 58 || ip[6] == 59 ? WIRE_ERR_NOT_UDP
+							       : WIRE_ERR_IP6_EXT;
+	}
+	if (payload < HARP_UDP_HLEN || here < HARP_IP6_HLEN + HARP_UDP_HLEN) {
+		return WIRE_ERR_SHORT;
+	}
+	*udp_len = payload;
+	return WIRE_OK;
+}
+
 /*
- * The Ethernet, IPv4 and UDP headers of a packet of len bytes, all of them in the here bytes at
- * frame (a packet in one piece: here == len). On WIRE_OK *ip and *udp point at the headers and
- * *udp_len is the UDP length, at most what len holds.
+ * The Ethernet, IP and UDP headers of a packet of len bytes, all of them in the here bytes at
+ * frame (a packet in one piece: here == len). On WIRE_OK *ip and *udp point at the headers,
+ * *ip6 gives the family and *udp_len is the UDP length, at most what len holds.
  */
 static enum wire_err check_headers(const uint8_t *frame, uint32_t here, uint32_t len,
-				   const uint8_t **ipp, const uint8_t **udpp, uint16_t *udp_lenp)
+				   const uint8_t **ipp, bool *ip6, const uint8_t **udpp,
+				   uint16_t *udp_lenp)
 {
-	const uint8_t *ip, *udp;
 	uint32_t l3_off = HARP_ETH_HLEN;
-	uint16_t ethertype, ip_len, udp_len;
+	uint16_t ethertype, ip_udp_len = 0;
+	enum wire_err e;
 
 	if (here < HARP_ETH_HLEN) {
 		return WIRE_ERR_SHORT;
@@ -366,45 +478,35 @@ static enum wire_err check_headers(const uint8_t *frame, uint32_t here, uint32_t
 		ethertype = get16(frame + 16);
 		l3_off += HARP_VLAN_HLEN;
 	}
-	if (ethertype != ETH_P_IPV4) {
+	if (ethertype != ETH_P_IPV4 && ethertype != ETH_P_IPV6) {
 		return WIRE_ERR_NOT_IP4;
 	}
-	if (here - l3_off < HARP_IP4_HLEN) {
-		return WIRE_ERR_SHORT;
+	*ip6 = ethertype == ETH_P_IPV6;
+	*ipp = frame + l3_off;
+	e = *ip6 ? check_ip6(*ipp, here - l3_off, len - l3_off, &ip_udp_len)
+		 : check_ip4(*ipp, here - l3_off, len - l3_off, &ip_udp_len);
+	if (e != WIRE_OK) {
+		return e;
 	}
-	ip = frame + l3_off;
-	ip_len = get16(ip + 2);
-	if (ip[0] != 0x45 || (get16(ip + 6) & 0x3fff) || ip_len < HARP_IP4_HLEN) {
-		return WIRE_ERR_IP_HDR; /* options, fragments or a nonsense total length */
-	}
-	if (ip_len > len - l3_off) {
-		return WIRE_ERR_SHORT; /* trailing bytes (Ethernet padding) are allowed, missing not */
-	}
-	if (wire_ip_csum(ip, HARP_IP4_HLEN) != 0) {
-		return WIRE_ERR_IP_CSUM;
-	}
-	if (ip[9] != IPPROTO_UDP_NUM) {
-		return WIRE_ERR_NOT_UDP;
-	}
-	if (ip_len < HARP_IP4_HLEN + HARP_UDP_HLEN || here - l3_off < HARP_IP4_HLEN + HARP_UDP_HLEN) {
-		return WIRE_ERR_SHORT;
-	}
-	udp = ip + HARP_IP4_HLEN;
-	udp_len = get16(udp + 4);
-	if (udp_len != ip_len - HARP_IP4_HLEN) {
-		return WIRE_ERR_UDP_LEN;
-	}
-	*ipp = ip;
-	*udpp = udp;
-	*udp_lenp = udp_len;
-	return WIRE_OK;
+	*udpp = *ipp + wire_ip_hlen(*ip6);
+	*udp_lenp = get16(*udpp + 4);
+	return *udp_lenp == ip_udp_len ? WIRE_OK : WIRE_ERR_UDP_LEN;
 }
 
 static void fill_addresses(const uint8_t *frame, const uint8_t *ip, const uint8_t *udp,
 			   struct wire_pkt *p)
 {
-	memcpy(&p->src_ip, ip + 12, 4);
-	memcpy(&p->dst_ip, ip + 16, 4);
+	if (p->ip6) {
+		memcpy(p->src_ip.b, ip + 8, 16);
+		memcpy(p->dst_ip.b, ip + 24, 16);
+	} else {
+		uint32_t a;
+
+		memcpy(&a, ip + 12, 4);
+		p->src_ip = wire_ip4(a);
+		memcpy(&a, ip + 16, 4);
+		p->dst_ip = wire_ip4(a);
+	}
 	memcpy(&p->src_port, udp, 2);
 	memcpy(&p->dst_port, udp + 2, 2);
 	memcpy(p->src_mac, frame + 6, 6);
@@ -417,12 +519,15 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	uint32_t records_len;
 	enum wire_err e;
 
-	e = check_headers(frame, len, len, &ip, &udp, &udp_len);
+	e = check_headers(frame, len, len, &ip, &p->ip6, &udp, &udp_len);
 	if (e != WIRE_OK) {
 		return e;
 	}
 	csum = get16(udp + 6);
-	if (csum != 0 && udp4_csum(ip, udp, udp_len) != 0) {
+	if (p->ip6 && csum == 0) {
+		return WIRE_ERR_UDP_CSUM; /* IPv6 takes no UDP packet without one (RFC 8200) */
+	}
+	if (csum != 0 && udp_checksum(ip, p->ip6, udp, udp_len) != 0) {
 		return WIRE_ERR_UDP_CSUM;
 	}
 	if (udp_len < HARP_UDP_HLEN + HARP_HDR_LEN) {
@@ -453,14 +558,12 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	return WIRE_OK;
 }
 
-/* The UDP checksum across the pieces (result as udp4_csum's); false: a piece of odd length. */
-static bool udp4_csum_pieces(const struct wire_pieces *w, const uint8_t *ip, const uint8_t *udp,
-			     uint16_t udp_len, uint16_t *out)
+/* The UDP checksum across the pieces (result as udp_checksum's); false: a piece of odd length. */
+static bool udp_csum_pieces(const struct wire_pieces *w, const uint8_t *ip, bool ip6,
+			    const uint8_t *udp, uint16_t udp_len, uint16_t *out)
 {
-	uint32_t sum = 0, left = udp_len, n, i;
+	uint32_t sum = pseudo_sum(ip, ip6, udp_len), left = udp_len, n, i;
 
-	sum = csum_add(sum, ip + 12, 8);
-	sum += IPPROTO_UDP_NUM + udp_len;
 	for (i = 0; left; i++) {
 		const uint8_t *from = i ? w->at[i] : udp;
 
@@ -488,11 +591,11 @@ enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p,
 	enum wire_err e;
 
 	*join = true;
-	if (w->n < 2 || w->len[0] < HARP_ETH_HLEN + HARP_VLAN_HLEN + HARP_IP4_HLEN +
+	if (w->n < 2 || w->len[0] < HARP_ETH_HLEN + HARP_VLAN_HLEN + HARP_IP6_HLEN +
 					     HARP_UDP_HLEN + HARP_HDR_LEN) {
 		return WIRE_OK;
 	}
-	e = check_headers(w->at[0], w->len[0], w->total, &ip, &udp, &udp_len);
+	e = check_headers(w->at[0], w->len[0], w->total, &ip, &p->ip6, &udp, &udp_len);
 	if (e != WIRE_OK || udp_len < HARP_UDP_HLEN + HARP_HDR_LEN ||
 	    get16(udp + HARP_UDP_HLEN + offsetof(struct harp_hdr, trailer)) != 0) {
 		return WIRE_OK; /* wire_parse says what is wrong, or takes its trailer */
@@ -502,16 +605,20 @@ enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p,
 		return WIRE_OK;
 	}
 	records_len = udp_len - HARP_UDP_HLEN;
-	if (check_record(udp + HARP_UDP_HLEN, records_len, &p->h) != WIRE_OK ||
+	if (check_record(udp + HARP_UDP_HLEN, records_len, p->ip6, &p->h) != WIRE_OK ||
 	    p->h.type != HARP_PKT_DATA || (p->h.flags & HARP_DATA_F_UNSOL) ||
 	    HARP_HDR_LEN + (uint32_t)p->h.len != records_len) {
 		return WIRE_OK;
 	}
 	csum = get16(udp + 6);
+	if (p->ip6 && csum == 0) {
+		*join = false;
+		return WIRE_ERR_UDP_CSUM;
+	}
 	if (csum != 0) {
 		uint16_t sum;
 
-		if (!udp4_csum_pieces(w, ip, udp, udp_len, &sum)) {
+		if (!udp_csum_pieces(w, ip, p->ip6, udp, udp_len, &sum)) {
 			return WIRE_OK;
 		}
 		if (sum != 0) {

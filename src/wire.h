@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * harp's wire format (docs/PROTOCOL.md): Ethernet, IPv4 without options, UDP, then one or more
- * records, each the 64-byte harp header and its body. Multi-byte fields travel in network byte
- * order. Building writes every header and both checksums; parsing checks every length and
+ * harp's wire format (docs/PROTOCOL.md): Ethernet, IPv4 without options or IPv6 without
+ * extension headers, UDP, then one or more records, each the 64-byte harp header and its body.
+ * Multi-byte fields travel in network byte order. Building writes every header and both checksums; parsing checks every length and
  * checksum, and every record of the frame, before anything is read from a body, and never trusts
  * a field it has not bounded.
  */
@@ -18,6 +18,7 @@
 #define HARP_ETH_HLEN 14
 #define HARP_VLAN_HLEN 4
 #define HARP_IP4_HLEN 20
+#define HARP_IP6_HLEN 40
 #define HARP_UDP_HLEN 8
 #define HARP_HDR_LEN 64
 /* ACK body: one bit per psn after the cumulative ack, as many bytes as the holes need, up to a
@@ -43,7 +44,7 @@
 #define HARP_UNSOL_MAX_BYTES 256
 /* An authenticated connection's frames end in a 64-bit frame counter and a 16-byte MAC. */
 #define HARP_AUTH_TRAILER 24
-/* Bytes of headers in front of a data payload. */
+/* Bytes of headers in front of a data payload, over IPv4 (wire_frame_overhead: either family). */
 #define HARP_FRAME_OVERHEAD (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
 
 enum harp_pkt_type {
@@ -93,27 +94,92 @@ struct harp_hdr {
 } __attribute__((packed));
 _Static_assert(sizeof(struct harp_hdr) == HARP_HDR_LEN, "harp header is 64 bytes on the wire");
 
+/*
+ * An IP address in network byte order: IPv6's 16 bytes, or an IPv4 address as IPv6 maps it
+ * (::ffff:a.b.c.d), so that one type and one comparison serve both families. A mapped address
+ * never travels in an IPv6 header (wire_parse refuses one there), so the two never meet.
+ */
+union wire_ip {
+	uint8_t b[16];
+	uint32_t w[4];
+};
+
+static inline union wire_ip wire_ip4(uint32_t ipv4)
+{
+	union wire_ip a = { .w = { 0, 0, 0, 0 } };
+
+	a.b[10] = 0xff;
+	a.b[11] = 0xff;
+	a.w[3] = ipv4;
+	return a;
+}
+
+static inline bool wire_ip_is4(const union wire_ip *a)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(a->b, mapped, sizeof(mapped));
+}
+
+static inline bool wire_ip_eq(const union wire_ip *a, const union wire_ip *b)
+{
+	return !memcmp(a->b, b->b, sizeof(a->b));
+}
+
+/* The address folded to 32 bits, for hashing (pairs.h): the four words xored. */
+static inline uint32_t wire_ip_fold(const union wire_ip *a)
+{
+	return a->w[0] ^ a->w[1] ^ a->w[2] ^ a->w[3];
+}
+
+/* An address as text (dotted quad, or IPv6's), in buf of WIRE_IP_TEXT bytes; returns buf. */
+#define WIRE_IP_TEXT 46
+const char *wire_ip_text(const union wire_ip *a, char *buf);
+/* The same in a buffer that lives as long as the enclosing block, for a log line's argument. */
+#define WIRE_IP_STR(a) wire_ip_text((a), (char[WIRE_IP_TEXT]){ 0 })
+
+/* Bytes of IP header a family's packets carry. */
+static inline uint32_t wire_ip_hlen(bool ip6)
+{
+	return ip6 ? HARP_IP6_HLEN : HARP_IP4_HLEN;
+}
+
+/* Bytes of a packet's IP, UDP and harp headers: an IP packet less its payload. */
+static inline uint32_t wire_pkt_overhead(bool ip6)
+{
+	return wire_ip_hlen(ip6) + HARP_UDP_HLEN + HARP_HDR_LEN;
+}
+
+/* Where a frame's first record starts: past its Ethernet, IP and UDP headers. */
+static inline uint32_t wire_records_at(bool ip6)
+{
+	return HARP_ETH_HLEN + wire_ip_hlen(ip6) + HARP_UDP_HLEN;
+}
+
 /* Addresses of one direction of a connection, in network byte order. */
 struct wire_path {
 	uint8_t src_mac[6], dst_mac[6];
-	uint32_t src_ip, dst_ip;
+	bool ip6; /* IPv6 headers; else IPv4 (the addresses mapped) */
+	union wire_ip src_ip, dst_ip;
 	uint16_t src_port, dst_port;
 };
 
 /*
- * Writes Ethernet/IPv4/UDP headers and h in front of a body of body_len bytes that the caller has
- * already placed at frame + HARP_FRAME_OVERHEAD, and fills both checksums. h is in host order.
- * Returns the frame length.
+ * Writes Ethernet/IP/UDP headers and h in front of a body of body_len bytes that the caller has
+ * already placed at frame + wire_records_at(path->ip6) + HARP_HDR_LEN, and fills the checksums.
+ * h is in host order. Returns the frame length.
  */
 uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
 		    uint32_t body_len, uint16_t ip_id);
 /*
  * A frame of several records, built in two steps: wire_put_record writes h (host order) at
  * record, in front of its h->len bytes of body that the caller places after it; wire_seal then
- * writes the Ethernet/IPv4/UDP headers in front of the records_len bytes of records starting at
- * frame + HARP_FRAME_OVERHEAD - HARP_HDR_LEN (with the trailer the first record names, if any,
- * after them), fills the IPv4 checksum and, when udp_csum, the UDP one (an authenticated frame
- * leaves it 0: its MAC covers more), and returns the frame length.
+ * writes the Ethernet/IP/UDP headers in front of the records_len bytes of records starting at
+ * frame + wire_records_at(path->ip6) (with the trailer the first record names, if any, after
+ * them), fills the IPv4 header checksum and, when udp_csum, the UDP one, and returns the frame
+ * length. Over IPv4 an authenticated frame leaves the UDP checksum 0 (its MAC covers more);
+ * IPv6 has no such choice (RFC 8200: a UDP checksum of 0 is refused), so there udp_csum is
+ * ignored and the checksum always written.
  */
 void wire_put_record(uint8_t *record, const struct harp_hdr *h);
 uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
@@ -123,10 +189,13 @@ uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t record
 enum wire_err {
 	WIRE_OK = 0,
 	WIRE_ERR_SHORT,	   /* shorter than the headers it claims */
-	WIRE_ERR_NOT_IP4,  /* not IPv4 (or an unknown ethertype) */
-	WIRE_ERR_IP_HDR,   /* IPv4 version/ihl/options/fragment/total length wrong */
+	WIRE_ERR_NOT_IP4,  /* neither IPv4 nor IPv6 (an unknown ethertype) */
+	WIRE_ERR_IP_HDR,   /* IPv4 version/ihl/options/fragment/total length wrong; IPv6 version
+			    * wrong, payload length 0 (a jumbogram), or an unspecified, multicast
+			    * or IPv4-mapped address */
 	WIRE_ERR_IP_CSUM,  /* IPv4 header checksum */
 	WIRE_ERR_NOT_UDP,  /* another IP protocol */
+	WIRE_ERR_IP6_EXT,  /* IPv6 extension headers: harp never sends them */
 	WIRE_ERR_UDP_LEN,  /* UDP length disagrees with IP */
 	WIRE_ERR_UDP_CSUM, /* UDP checksum */
 	WIRE_ERR_VERSION,  /* harp version */
@@ -162,7 +231,8 @@ struct wire_pkt {
 	const uint8_t *records; /* the frame's first record */
 	uint32_t records_len;	/* bytes of all its records */
 	const uint8_t *trailer; /* h.trailer bytes after the records (first record's h), or NULL */
-	uint32_t src_ip, dst_ip;
+	bool ip6;
+	union wire_ip src_ip, dst_ip;
 	uint16_t src_port, dst_port;
 	uint8_t src_mac[6];
 };

@@ -39,6 +39,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -728,7 +729,7 @@ static void report(struct run *r, double secs, int rc)
 	struct rusage ru;
 	uint32_t paths_min = UINT32_MAX, paths_max = 0, pmtu_min = UINT32_MAX, pmtu_max = 0;
 	const char *auth_name = "none";
-	int auth_conns = 0;
+	int auth_conns = 0, ip6_conns = 0;
 	double cpu;
 	int i;
 
@@ -756,6 +757,7 @@ static void report(struct run *r, double secs, int rc)
 				auth_conns++;
 				auth_name = cs.auth;
 			}
+			ip6_conns += cs.family == AF_INET6;
 			paths_min = cs.paths < paths_min ? cs.paths : paths_min;
 			pmtu_min = cs.pmtu < pmtu_min ? cs.pmtu : pmtu_min;
 			pmtu_max = cs.pmtu > pmtu_max ? cs.pmtu : pmtu_max;
@@ -843,6 +845,7 @@ static void report(struct run *r, double secs, int rc)
 	       qsum.xdp_no_socket);
 	printf("fill_depth=%" PRIu64 "\nfill_grows=%" PRIu64 "\nrx_kicks=%" PRIu64 "\n",
 	       qsum.fill_depth, qsum.fill_grows, qsum.rx_kicks);
+	printf("family=%s\nconns_ipv6=%d\n", info.family == AF_INET6 ? "ipv6" : "ipv4", ip6_conns);
 	printf("pmtu_min=%u\npmtu_max=%u\npmtu_probes=%" PRIu64 "\npmtu_drops=%" PRIu64
 	       "\nseg_parts=%" PRIu64 "\n",
 	       pmtu_min == UINT32_MAX ? 0 : pmtu_min, pmtu_max, sum.pmtu_probes, sum.pmtu_drops,

@@ -97,7 +97,7 @@ struct harp_ctx_info {
 	enum harp_xdp_mode mode;
 	int hugepages;		/* 1 when UMEM sits on hugepages */
 	int xdp_native;		/* 1: the XDP program runs in the driver; 0: generic (skb) mode */
-	uint32_t ipv4;		/* network order */
+	uint32_t ipv4;		/* network order; 0: the interface has none */
 	uint16_t port_base;
 	int xdp_pinned;		/* 1: harp-attach's program and pinned maps; 0: loaded by this process */
 	int speed_mbps;		/* link speed: the driver's, else HARP_SPEED_MBPS, else 10000 */
@@ -108,6 +108,8 @@ struct harp_ctx_info {
 	int nccl_devices;	/* HARP_NCCL_DEVICES: devices the NCCL plugin shows; 0: its choice */
 	int engine_threads;	/* HARP_ENGINE_THREADS: engines running on threads of their own */
 	int stripes;		/* HARP_STRIPES: connections the NCCL plugin spreads a comm over */
+	int family;		/* AF_INET or AF_INET6: harp's listeners' family (HARP_FAMILY) */
+	unsigned char ip6[16];	/* the interface's IPv6 address (as harp picks it); 0: none */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 
@@ -282,11 +284,12 @@ struct harp_conn_stats {
 	uint64_t seg_parts;    /* parts sent of packets cut again after the path MTU fell */
 	uint32_t paths_rescued; /* of paths_retired, those replaced after retransmission
 				 * timeouts found every path silent (none left to compare) */
+	int family;		/* AF_INET or AF_INET6: the packets' (the listener's handle's) */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 
 /*
- * Interfaces that are up with an IPv4 address and match spec, read the way NCCL reads
+ * Interfaces that are up with an IPv4 or IPv6 address and match spec, read the way NCCL reads
  * NCCL_SOCKET_IFNAME: a comma-separated list of name prefixes; a leading '^' excludes them
  * instead; a leading '=' (after any '^') makes them exact names. NULL or "" means
  * "^docker,lo,virbr". Copies up to max names (kernel order) and returns how many matched, at

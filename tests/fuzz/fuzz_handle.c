@@ -4,9 +4,9 @@
  * application likes, so harp_connect must take whatever bytes it is given. libFuzzer hands each
  * input in a heap buffer of exactly its size, so ASan reports any read past it.
  *
- * A handle the parser accepts must name a listener harp could connect to (an address and a port,
- * the version and family this side writes), and building a handle from what was parsed must give
- * back the same bytes, save the reserved field and what lies after the handle.
+ * A handle the parser accepts must name a listener harp could connect to (an address of the family
+ * it names, the other family's field empty, and a port), and building a handle from what was
+ * parsed must give back the same bytes, save the reserved field and what lies after the handle.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,19 +28,26 @@ static void check_accepted(const uint8_t *data, const struct ctrlmsg_handle *h)
 
 	memcpy(&hw, data, sizeof(hw));
 	CHECK(ntohl(hw.magic) == HANDLE_MAGIC && ntohs(hw.version) == HANDLE_VERSION);
-	CHECK(ntohs(hw.family) == AF_INET);
-	CHECK(h->ipv4 && h->tcp_port);
-	CHECK(h->ipv4 == hw.ipv4 && h->tcp_port == hw.tcp_port && h->nonce == hw.nonce);
+	CHECK(h->tcp_port == hw.tcp_port && h->nonce == hw.nonce);
+	if (ntohs(hw.family) == AF_INET) {
+		CHECK(wire_ip_is4(&h->ip) && h->ip.w[3] && h->ip.w[3] == hw.ipv4);
+	} else {
+		CHECK(ntohs(hw.family) == AF_INET6 && !hw.ipv4);
+		CHECK(!wire_ip_is4(&h->ip) && !memcmp(h->ip.b, hw.ipv6, 16));
+		CHECK(h->ip.b[0] != 0xff); /* never multicast */
+	}
+	CHECK(h->tcp_port);
 
 	ctrlmsg_handle_build(built, h);
 	CHECK(memcmp(built, data, offsetof(struct handle_wire, reserved)) == 0);
 	i = offsetof(struct handle_wire, nonce);
-	CHECK(memcmp(built + i, data + i, sizeof(hw.nonce)) == 0);
+	CHECK(memcmp(built + i, data + i, sizeof(hw) - i) == 0);
 	for (i = sizeof(hw); i < sizeof(built); i++) {
 		CHECK(built[i] == 0);
 	}
 	CHECK(ctrlmsg_handle_parse(built, sizeof(built), &again, why, sizeof(why)) == 0);
-	CHECK(again.ipv4 == h->ipv4 && again.tcp_port == h->tcp_port && again.nonce == h->nonce);
+	CHECK(wire_ip_eq(&again.ip, &h->ip) && again.tcp_port == h->tcp_port &&
+	      again.nonce == h->nonce);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -88,6 +88,7 @@ static void fix_checksums(uint8_t *f, size_t n)
 static void check_rebuild(const struct wire_pkt *p)
 {
 	struct wire_path path = {
+		.ip6 = p->ip6,
 		.src_ip = p->src_ip,
 		.dst_ip = p->dst_ip,
 		.src_port = p->src_port,
@@ -103,7 +104,8 @@ static void check_rebuild(const struct wire_pkt *p)
 	CHECK(wire_parse(rebuilt, len, &again) == WIRE_OK);
 	CHECK(memcmp(&again.h, &p->h, sizeof(p->h)) == 0);
 	CHECK(memcmp(again.body, p->body, p->h.len) == 0);
-	CHECK(again.src_ip == p->src_ip && again.dst_ip == p->dst_ip);
+	CHECK(again.ip6 == p->ip6 && wire_ip_eq(&again.src_ip, &p->src_ip) &&
+	      wire_ip_eq(&again.dst_ip, &p->dst_ip));
 	CHECK(again.src_port == p->src_port && again.dst_port == p->dst_port);
 }
 
@@ -221,7 +223,8 @@ static void check_pieces(const uint8_t *data, size_t size, uint32_t step)
 		CHECK(ep == e);
 		if (e == WIRE_OK) {
 			CHECK(memcmp(&pp.h, &p.h, sizeof(p.h)) == 0);
-			CHECK(pp.src_ip == p.src_ip && pp.dst_ip == p.dst_ip);
+			CHECK(pp.ip6 == p.ip6 && wire_ip_eq(&pp.src_ip, &p.src_ip) &&
+			      wire_ip_eq(&pp.dst_ip, &p.dst_ip));
 			CHECK(pp.src_port == p.src_port && pp.dst_port == p.dst_port);
 			CHECK(pp.h.type == HARP_PKT_DATA && !p.next_len && !p.trailer);
 			wire_body_copy(body, &pp);

@@ -14,8 +14,8 @@
 static const struct wire_path seed_path = {
 	.src_mac = { 0x02, 0, 0, 0, 0, 0x01 },
 	.dst_mac = { 0x02, 0, 0, 0, 0, 0x02 },
-	.src_ip = 0x0100000a,
-	.dst_ip = 0x0200000a,
+	.src_ip = { .b = { [10] = 0xff, 0xff, 10, 0, 0, 1 } }, /* 10.0.0.1, IPv4 mapped */
+	.dst_ip = { .b = { [10] = 0xff, 0xff, 10, 0, 0, 2 } },
 	.src_port = 0x5cb7,
 	.dst_port = 0x5db7,
 };

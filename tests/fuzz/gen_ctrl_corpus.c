@@ -56,29 +56,41 @@ static int seed(const char *dir, const char *name, enum fuzz_ctrl_kind kind, siz
 	return seed_write(dir, name, buf, len + 1);
 }
 
-static int seed_handles(const char *dir)
+/* A handle naming ip, whole and as far as harp_connect reads it, as seeds name and name-used. */
+static int seed_handle(const char *dir, const char *name, union wire_ip ip)
 {
 	const struct ctrlmsg_handle h = {
-		.ipv4 = htonl(0x0a000001),
+		.ip = ip,
 		.tcp_port = htons(40123),
 		.nonce = FUZZ_CTRL_NONCE,
 	};
 	uint8_t bytes[HARP_HANDLE_SIZE];
 	struct ctrlmsg_handle check;
-	char why[128];
+	char why[128], used[64];
 
 	ctrlmsg_handle_build(bytes, &h);
 	if (ctrlmsg_handle_parse(bytes, sizeof(bytes), &check, why, sizeof(why))) {
-		fprintf(stderr, "gen_ctrl_corpus: the handle seed does not parse: %s\n", why);
+		fprintf(stderr, "gen_ctrl_corpus: the handle seed %s does not parse: %s\n", name,
+			why);
 		return -1;
 	}
-	/* the whole handle, and the part harp_connect reads */
-	return seed_write(dir, "handle", bytes, sizeof(bytes)) |
-	       seed_write(dir, "handle-used", bytes, HARP_HANDLE_USED);
+	snprintf(used, sizeof(used), "%s-used", name);
+	return seed_write(dir, name, bytes, sizeof(bytes)) |
+	       seed_write(dir, used, bytes, HARP_HANDLE_USED);
 }
 
-/* A hello as hello_fill in control.c makes one, into buf + 1. */
-static size_t hello_at_buf(enum hello_type type, uint8_t auth, uint16_t refuse_errno)
+static int seed_handles(const char *dir)
+{
+	/* 10.0.0.1; 2001:2::1; fe80::1 (link-local) */
+	const union wire_ip v6 = { .b = { 0x20, 0x01, 0, 2, [15] = 1 } };
+	const union wire_ip link = { .b = { 0xfe, 0x80, [15] = 1 } };
+
+	return seed_handle(dir, "handle", wire_ip4(htonl(0x0a000001))) |
+	       seed_handle(dir, "handle6", v6) | seed_handle(dir, "handle6-link", link);
+}
+
+/* A hello as hello_fill in control.c makes one, into buf + 1; ip6: with an IPv6 address. */
+static size_t hello_at_buf_of(enum hello_type type, uint8_t auth, uint16_t refuse_errno, bool ip6)
 {
 	struct hello h = {
 		.magic = htonl(CHAN_MAGIC),
@@ -100,8 +112,20 @@ static size_t hello_at_buf(enum hello_type type, uint8_t auth, uint16_t refuse_e
 	for (i = 0; (auth & AUTH_F_KEY) && i < sizeof(h.auth_pk); i++) {
 		h.auth_pk[i] = (uint8_t)(i * 37 + 9);
 	}
+	h.family = ip6 ? 6 : 4;
+	if (ip6) {
+		static const uint8_t addr[16] = { 0x20, 0x01, 0, 2, [15] = 2 }; /* 2001:2::2 */
+
+		h.ipv4 = 0;
+		memcpy(h.ipv6, addr, 16);
+	}
 	memcpy(buf + 1, &h, sizeof(h));
 	return sizeof(h);
+}
+
+static size_t hello_at_buf(enum hello_type type, uint8_t auth, uint16_t refuse_errno)
+{
+	return hello_at_buf_of(type, auth, refuse_errno, false);
 }
 
 static int seed_hellos(const char *dir)
@@ -114,6 +138,8 @@ static int seed_hellos(const char *dir)
 	err |= seed(dir, "hello-req-auth", req, hello_at_buf(HELLO_REQ, auth, 0), 0);
 	err |= seed(dir, "hello-req-auth-aes", req,
 		    hello_at_buf(HELLO_REQ, auth | AUTH_F_AES, 0), 0);
+	err |= seed(dir, "hello-req6", req, hello_at_buf_of(HELLO_REQ, 0, 0, true), 0);
+	err |= seed(dir, "hello-ok6", ok, hello_at_buf_of(HELLO_OK, auth, 0, true), 0);
 	err |= seed(dir, "hello-ok", ok, hello_at_buf(HELLO_OK, 0, 0), 0);
 	err |= seed(dir, "hello-ok-auth", ok, hello_at_buf(HELLO_OK, auth, 0), 0);
 	err |= seed(dir, "hello-ok-auth-aes", ok, hello_at_buf(HELLO_OK, auth | AUTH_F_AES, 0),

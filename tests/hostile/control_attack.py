@@ -4,15 +4,20 @@
 
   control_attack.py KIND HANDLE_FILE READY_FILE STOP_FILE
 
-Reads the listener's address and nonce from the first handle in HANDLE_FILE (harp-xfer's hex
-lines), opens KIND's connections, writes how many it holds into READY_FILE, and holds them until
+Reads the listener's address (IPv4 or IPv6) and nonce from the first handle in HANDLE_FILE
+(harp-xfer's hex lines), opens KIND's connections, writes how many it holds into READY_FILE, and holds them until
 STOP_FILE appears (60 s at most).
 """
 import os, resource, socket, struct, sys, time
 kind, handle_file, ready, stop = sys.argv[1:5]
 resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
 h = bytes.fromhex(open(handle_file).readline().strip())
-addr = (socket.inet_ntoa(h[8:12]), struct.unpack("!H", h[12:14])[0])
+port = struct.unpack("!H", h[12:14])[0]
+# the handle's family: 2 (AF_INET) with the address at 8, 10 (AF_INET6) with it at 24
+if struct.unpack("!H", h[6:8])[0] == 10:
+    family, addr = socket.AF_INET6, (socket.inet_ntop(socket.AF_INET6, h[24:40]), port)
+else:
+    family, addr = socket.AF_INET, (socket.inet_ntoa(h[8:12]), port)
 nonce = h[16:24]
 
 def conn():
@@ -33,11 +38,11 @@ HELLO_REQ, HELLO_REFUSE = 1, 3
 EAGAIN = 11
 
 def hello(nonce, kind=HELLO_REQ, refuse_errno=0):
-    # magic "HRPC", control protocol, type, nonce, token, id, address, UDP port, queues, MTU,
-    # refuse errno, UDP port count, auth flags (none), 21 reserved bytes, no key: 96 bytes in
-    # network order
-    return struct.pack("!IHH8sQIIHHHHHB21x32x", 0x48525043, hello_version(), kind, nonce, 7,
-                       99, 0x0a000001, 47000, 1, 1500, refuse_errno, 64, 0)
+    # magic "HRPC", control protocol, type, nonce, token, id, IPv4 address, UDP port, queues,
+    # MTU, refuse errno, UDP port count, auth flags (none), family 4, no IPv6 address, 4
+    # reserved bytes, no key: 96 bytes in network order
+    return struct.pack("!IHH8sQIIHHHHHBB16x4x32x", 0x48525043, hello_version(), kind, nonce, 7,
+                       99, 0x0a000001, 47000, 1, 1500, refuse_errno, 64, 0, 4)
 
 HELLO_BYTES = 96  # a whole hello's worth, so the listener judges it rather than waits for more
 
@@ -74,7 +79,7 @@ elif kind == "reset":
         s.close()
 elif kind == "many":
     for _ in range(1000):
-        s = socket.socket()
+        s = socket.socket(family)
         s.setblocking(False)
         s.connect_ex(addr)
         held.append(s)

@@ -17,6 +17,10 @@
 #                          it stops CMD too (never background a function with &: $! would be a
 #                          subshell, and killing that leaves CMD running)
 #
+# topo_family (set before topo_pair or topo_hop): 4 (default) gives each end an IPv4 address;
+# 6 an IPv6 one only (2001:2::/48, RFC 5180's benchmarking range, with M routing between two
+# /64s), and dual both (ip_a and ip_b then name the IPv4 ones, ip6_a and ip6_b the IPv6 ones).
+#
 # After topo_*: ns_a ns_b (ns_m) name the namespaces, if_a if_b the veth ends inside A and B,
 # ip_a ip_b their addresses; after topo_bridge, the arrays ns_r if_r ip_r name rank i's. Names
 # carry this shell's PID so runs can go on side by side.
@@ -58,8 +62,9 @@ topo_files=""
 ns_a="" ns_b="" ns_m=""
 if_a="" if_b="" if_ma="" if_mb=""
 ns_r=() if_r=() ip_r=()
-ip_a="" ip_b="" ip_ma="" ip_mb=""
+ip_a="" ip_b="" ip_ma="" ip_mb="" ip6_a="" ip6_b=""
 topo_net=$(($$ % 250 + 1))
+topo_family=${topo_family:-4}
 
 # run_bounded SEC CMD...: CMD gets TERM after SEC seconds and KILL 5 seconds later.
 run_bounded() {
@@ -115,15 +120,43 @@ topo_need_root() {
 	done
 }
 
-# topo_ns_add NAME: a namespace with lo up and IPv6 off (no router solicitations or DAD noise
-# reaching harp's queues).
+# topo_ns_add NAME: a namespace with lo up; IPv6 off unless topo_family asks for it, and where
+# on, no router solicitations or advertisements taken (the tests give every address and route).
 topo_ns_add() {
 	local ns=$1
 	ip netns add "$ns"
 	topo_made="$topo_made $ns"
 	ns_exec "$ns" ip link set lo up
-	ns_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-	ns_exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+	if [[ $topo_family == 4 ]]; then
+		ns_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+		ns_exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+	else
+		ns_exec "$ns" sysctl -qw net.ipv6.conf.default.accept_ra=0
+		ns_exec "$ns" sysctl -qw net.ipv6.conf.default.router_solicitations=0
+	fi
+}
+
+# topo_addr NS IF V4 V6 PREFIX: IF's addresses of topo_family (V4/24, V6/64 without duplicate
+# address detection, so it is usable at once).
+topo_addr() {
+	local ns=$1 dev=$2 v4=$3 v6=$4
+	if [[ $topo_family != 6 ]]; then
+		ns_exec "$ns" ip addr add "$v4/24" dev "$dev"
+	fi
+	if [[ $topo_family != 4 ]]; then
+		ns_exec "$ns" ip -6 addr add "$v6/64" dev "$dev" nodad
+	fi
+}
+
+# topo_family_check: topo_family is one this library builds.
+topo_family_check() {
+	case $topo_family in
+	4 | 6 | dual) return 0 ;;
+	*)
+		topo_log "topo_family '$topo_family' is none of 4, 6, dual"
+		return 2
+		;;
+	esac
 }
 
 # topo_veth NS1 IF1 NS2 IF2 MTU QUEUES: a veth pair, each end made inside its namespace.
@@ -160,6 +193,7 @@ topo_check_args() {
 		topo_log "a topology exists already; topo_cleanup first"
 		return 2
 	fi
+	topo_family_check || return
 	topo_reap_stale
 }
 
@@ -176,22 +210,41 @@ topo_wait_ping() {
 	return 1
 }
 
+# topo_ends V4A V4B V6A V6B: ip_a and ip_b of topo_family (IPv4 unless it is 6), ip6_a ip6_b.
+topo_ends() {
+	ip_a=$1 ip_b=$2 ip6_a="" ip6_b=""
+	if [[ $topo_family != 4 ]]; then
+		ip6_a=$3 ip6_b=$4
+	fi
+	if [[ $topo_family == 6 ]]; then
+		ip_a=$3 ip_b=$4
+	fi
+}
+
+# topo_wait_ends: each end answers the other, over every family it has.
+topo_wait_ends() {
+	topo_wait_ping "$ns_a" "$ip_b" && topo_wait_ping "$ns_b" "$ip_a" || return
+	if [[ $topo_family == dual ]]; then
+		topo_wait_ping "$ns_a" "$ip6_b" && topo_wait_ping "$ns_b" "$ip6_a"
+	fi
+}
+
 # topo_pair MTU QUEUES: A and B joined by one veth pair.
 topo_pair() {
-	local mtu=$1 queues=$2
+	local mtu=$1 queues=$2 v6="2001:2:$topo_net::"
 	topo_need_root || return
 	topo_check_args "$mtu" "$queues" || return
 	ns_a="${topo_prefix}a" ns_b="${topo_prefix}b" ns_m=""
 	if_a="${topo_prefix}a" if_b="${topo_prefix}b"
-	ip_a="198.18.$topo_net.1" ip_b="198.18.$topo_net.2"
 	topo_ns_add "$ns_a"
 	topo_ns_add "$ns_b"
 	topo_veth "$ns_a" "$if_a" "$ns_b" "$if_b" "$mtu" "$queues"
-	ns_exec "$ns_a" ip addr add "$ip_a/24" dev "$if_a"
-	ns_exec "$ns_b" ip addr add "$ip_b/24" dev "$if_b"
-	topo_wait_ping "$ns_a" "$ip_b"
-	topo_wait_ping "$ns_b" "$ip_a"
-	topo_log "pair $ns_a/$if_a $ip_a <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues"
+	topo_addr "$ns_a" "$if_a" "198.18.$topo_net.1" "${v6}1"
+	topo_addr "$ns_b" "$if_b" "198.18.$topo_net.2" "${v6}2"
+	topo_ends "198.18.$topo_net.1" "198.18.$topo_net.2" "${v6}1" "${v6}2"
+	topo_wait_ends || return
+	topo_log "pair $ns_a/$if_a $ip_a <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues" \
+		"(family $topo_family)"
 }
 
 # topo_hop MTU QUEUES [pinned]: A - M - B, A in 198.18.x.0/24 and B in 198.19.x.0/24, M routes.
@@ -202,20 +255,29 @@ topo_hop() {
 	ns_a="${topo_prefix}a" ns_b="${topo_prefix}b" ns_m="${topo_prefix}m"
 	if_a="${topo_prefix}a" if_b="${topo_prefix}b"
 	if_ma="${topo_prefix}ma" if_mb="${topo_prefix}mb"
-	ip_a="198.18.$topo_net.1" ip_ma="198.18.$topo_net.254"
-	ip_b="198.19.$topo_net.2" ip_mb="198.19.$topo_net.254"
+	local v6a="2001:2:$topo_net:1::" v6b="2001:2:$topo_net:2::"
+	ip_ma="198.18.$topo_net.254" ip_mb="198.19.$topo_net.254"
 	topo_ns_add "$ns_a"
 	topo_ns_add "$ns_m"
 	topo_ns_add "$ns_b"
 	topo_veth "$ns_a" "$if_a" "$ns_m" "$if_ma" "$mtu" "$queues"
 	topo_veth "$ns_m" "$if_mb" "$ns_b" "$if_b" "$mtu" "$queues"
-	ns_exec "$ns_a" ip addr add "$ip_a/24" dev "$if_a"
-	ns_exec "$ns_m" ip addr add "$ip_ma/24" dev "$if_ma"
-	ns_exec "$ns_m" ip addr add "$ip_mb/24" dev "$if_mb"
-	ns_exec "$ns_b" ip addr add "$ip_b/24" dev "$if_b"
-	ns_exec "$ns_m" sysctl -qw net.ipv4.ip_forward=1
-	ns_exec "$ns_a" ip route add "198.19.$topo_net.0/24" via "$ip_ma" dev "$if_a"
-	ns_exec "$ns_b" ip route add "198.18.$topo_net.0/24" via "$ip_mb" dev "$if_b"
+	topo_addr "$ns_a" "$if_a" "198.18.$topo_net.1" "${v6a}1"
+	topo_addr "$ns_m" "$if_ma" "$ip_ma" "${v6a}fe"
+	topo_addr "$ns_m" "$if_mb" "$ip_mb" "${v6b}fe"
+	topo_addr "$ns_b" "$if_b" "198.19.$topo_net.2" "${v6b}2"
+	topo_ends "198.18.$topo_net.1" "198.19.$topo_net.2" "${v6a}1" "${v6b}2"
+	if [[ $topo_family != 6 ]]; then
+		ns_exec "$ns_m" sysctl -qw net.ipv4.ip_forward=1
+		ns_exec "$ns_a" ip route add "198.19.$topo_net.0/24" via "$ip_ma" dev "$if_a"
+		ns_exec "$ns_b" ip route add "198.18.$topo_net.0/24" via "$ip_mb" dev "$if_b"
+	fi
+	if [[ $topo_family != 4 ]]; then
+		[[ $topo_family == dual ]] || ip_ma="${v6a}fe" ip_mb="${v6b}fe"
+		ns_exec "$ns_m" sysctl -qw net.ipv6.conf.all.forwarding=1
+		ns_exec "$ns_a" ip -6 route add "${v6b}/64" via "${v6a}fe" dev "$if_a"
+		ns_exec "$ns_b" ip -6 route add "${v6a}/64" via "${v6b}fe" dev "$if_b"
+	fi
 	case $steer in
 	hashed)
 		if ((queues > 1)); then
@@ -234,10 +296,9 @@ topo_hop() {
 		return 2
 		;;
 	esac
-	topo_wait_ping "$ns_a" "$ip_b"
-	topo_wait_ping "$ns_b" "$ip_a"
+	topo_wait_ends || return
 	topo_log "hop $ns_a/$if_a $ip_a <-> $ns_m <-> $ns_b/$if_b $ip_b mtu $mtu queues $queues" \
-		"($steer queues)"
+		"($steer queues, family $topo_family)"
 }
 
 # xfer_pair NAME ARGS...: harp-xfer ($xfer) serving in ns_b on if_b and the client in ns_a on
@@ -295,6 +356,16 @@ impair_tc() {
 	fi
 }
 
+# impair_family: the nft family of ip_a and ip_b's (ip, or ip6), the one hop_impair impairs: nft's
+# dup statement takes no inet table.
+impair_family() {
+	if [[ $ip_a == *:* ]]; then
+		echo ip6
+	else
+		echo ip
+	fi
+}
+
 # hop_impair PROFILE: impairs UDP that M forwards, in both directions (acks travel back). ICMP
 # and TCP pass untouched (except by ratecap, which is a property of the link), so ping and the
 # side traffic keep working. Profiles:
@@ -337,8 +408,8 @@ hop_impair() {
 "
 	fi
 	if ((dup)); then
-		rules+="meta l4proto udp ip daddr $ip_b numgen random mod 1000 < $dup counter name duplicated dup to $ip_b device \"$if_mb\"
-meta l4proto udp ip daddr $ip_a numgen random mod 1000 < $dup counter name duplicated dup to $ip_a device \"$if_ma\"
+		rules+="meta l4proto udp $(impair_family) daddr $ip_b numgen random mod 1000 < $dup counter name duplicated dup to $ip_b device \"$if_mb\"
+meta l4proto udp $(impair_family) daddr $ip_a numgen random mod 1000 < $dup counter name duplicated dup to $ip_a device \"$if_ma\"
 "
 	fi
 	if ((corrupt)); then
@@ -354,7 +425,7 @@ meta priority 1:20 counter name slowed
 "
 	fi
 	ns_exec "$ns_m" nft -f - <<EOF
-table ip harp_impair {
+table $(impair_family) harp_impair {
 	counter dropped {}
 	counter duplicated {}
 	counter corrupted {}
@@ -376,7 +447,7 @@ EOF
 # profile can go on while traffic flows.
 hop_impair_clear() {
 	[[ -n $ns_m ]] || return 0
-	ns_exec "$ns_m" nft delete table ip harp_impair 2>/dev/null || true
+	ns_exec "$ns_m" nft delete table "$(impair_family)" harp_impair 2>/dev/null || true
 	ns_exec "$ns_m" tc qdisc del dev "$if_ma" root 2>/dev/null || true
 	ns_exec "$ns_m" tc qdisc del dev "$if_mb" root 2>/dev/null || true
 }
@@ -386,7 +457,7 @@ hop_impair_stats() {
 	local name n
 	[[ -n $ns_m ]] || return 0
 	for name in dropped duplicated corrupted slowed; do
-		n=$(ns_exec "$ns_m" nft list counter ip harp_impair "$name" 2>/dev/null |
+		n=$(ns_exec "$ns_m" nft list counter "$(impair_family)" harp_impair "$name" 2>/dev/null |
 			sed -n 's/.*packets \([0-9]*\).*/\1/p' || true)
 		if [[ -n $n ]]; then
 			printf 'impair_%s=%s\n' "$name" "$n"

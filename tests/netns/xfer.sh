@@ -6,6 +6,8 @@
 #   xfer.sh [options] -- HARP_XFER_COMMON_ARGS...
 #     --mtu N               MTU of every link (default 1500)
 #     --queues N            veth queues; also passed to harp-xfer unless the args set --queues
+#     --family F            4 (default): the links carry IPv4; 6: IPv6 only; dual: both, harp
+#                           choosing by itself (IPv4; --env HARP_FAMILY=ipv6 makes it IPv6)
 #     --hop PROFILE         none: A and B on one veth pair (default); plain: A - M - B without
 #                           impairment; drop1 drop5 reorder dup2 corrupt ratecap all: A - M - B
 #                           with that impairment on M (tests/netns/lib.sh, hop_impair)
@@ -23,7 +25,9 @@
 #     --expect-jumbo        fail unless both sides ran at the links' whole MTU, with packets
 #                           past one UMEM frame sent and received as descriptor chains
 #     --expect-mtu N        fail unless both sides ran at IP MTU N
+#     --expect-family F     fail unless every connection of both sides ran over F (ipv4, ipv6)
 #     --env NAME=VALUE      set NAME for both harp-xfer sides (a HARP_* setting)
+#     --server-env NAME=VALUE  set NAME for the server (the listener) alone
 #     --expect-key KEY      fail unless both sides report KEY=N with N > 0
 #     --hop-mtu N           M's two interfaces carry N bytes (A and B keep --mtu): a middle hop
 #                           with a smaller MTU, which drops larger frames without a word
@@ -43,18 +47,19 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,34s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,38s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
-auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu=""
+auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu="" expect_family=""
 limit=""
-envs=() expect_keys=() hop_mtu="" hop_mtu_at="" expect_pmtu="" expect_lines=() expect_no_lines=()
+envs=() server_envs=() expect_keys=() hop_mtu="" hop_mtu_at="" expect_pmtu="" expect_lines=() expect_no_lines=()
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
 	--queues) queues=${2:?} && shift ;;
+	--family) topo_family=${2:?} && shift ;;
 	--hop) hop=${2:?} && shift ;;
 	--side-traffic) side=1 ;;
 	--expect-retransmits) expect_retx=1 ;;
@@ -65,7 +70,9 @@ while (($#)); do
 	--expect-frames-short) expect_short=1 ;;
 	--expect-jumbo) expect_jumbo=1 ;;
 	--expect-mtu) expect_mtu=${2:?} && shift ;;
+	--expect-family) expect_family=${2:?} && shift ;;
 	--env) envs+=("${2:?}") && shift ;;
+	--server-env) server_envs+=("${2:?}") && shift ;;
 	--expect-key) expect_keys+=("${2:?}") && shift ;;
 	--hop-mtu) hop_mtu=${2:?} && shift ;;
 	--hop-mtu-at) hop_mtu_at=${2:?} && shift ;;
@@ -164,8 +171,12 @@ for kv in "${envs[@]}"; do
 done
 lock_files=("$(lock_file "$ns_a" "$if_a")" "$(lock_file "$ns_b" "$if_b")")
 rm -f "${lock_files[@]}"
-spawn_bounded "$limit" ip netns exec "$ns_b" "$xfer" server --ifname "$if_b" \
-	--handle-file "$handle" "${harp_args[@]}" >"$tmp/server.out" 2>"$tmp/server.err"
+for kv in "${server_envs[@]}"; do
+	[[ $kv == HARP_*=* ]] || usage
+done
+spawn_bounded "$limit" ip netns exec "$ns_b" env "${server_envs[@]}" "$xfer" server \
+	--ifname "$if_b" --handle-file "$handle" "${harp_args[@]}" >"$tmp/server.out" \
+	2>"$tmp/server.err"
 server_pid=$spawned_pid
 pids+=("$server_pid")
 if [[ -n $hop_mtu_at ]]; then
@@ -190,7 +201,9 @@ side_traffic() {
 	pids+=("$spawned_pid")
 	# full-size pings, never fragmented: at a jumbo MTU each one spans several XDP buffers,
 	# which the program must pass to the kernel whole
-	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 -s $((mtu - 28)) -M do "$ip_b" \
+	local ip_hdrs=28 # IPv4 and ICMP headers; IPv6's and ICMPv6's are 48
+	[[ $ip_b != *:* ]] || ip_hdrs=48
+	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 -s $((mtu - ip_hdrs)) -M do "$ip_b" \
 		>"$tmp/ping.out" 2>&1
 	local ping_pid=$spawned_pid
 	pids+=("$ping_pid")
@@ -318,6 +331,16 @@ if [[ -n $expect_pmtu ]]; then
 			grep -qx "$key=$expect_pmtu" "$tmp/$side.out" ||
 				report "$side: expected $key=$expect_pmtu, got $(grep -x "$key=.*" "$tmp/$side.out")"
 		done
+	done
+fi
+if [[ -n $expect_family ]]; then
+	for side in server client; do
+		conns=$(xfer_key "$tmp/$side.out" conns)
+		ip6=$(xfer_key "$tmp/$side.out" conns_ipv6)
+		want=$conns
+		[[ $expect_family == ipv6 ]] || want=0
+		[[ -n $conns && $ip6 == "$want" ]] ||
+			report "$side: expected every connection over $expect_family, got conns=$conns conns_ipv6=$ip6"
 	done
 fi
 if [[ -n $expect_mtu ]]; then

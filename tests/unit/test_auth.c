@@ -21,14 +21,14 @@ struct pair {
 };
 
 /* 198.18.0.1 and 198.18.0.2, network order; two ports */
-#define IP_C htonl(0xc6120001)
-#define IP_L htonl(0xc6120002)
+#define IP_C wire_ip4(htonl(0xc6120001))
+#define IP_L wire_ip4(htonl(0xc6120002))
 #define P1 htons(47001)
 #define P2 htons(47002)
 
 /* Keys for a connection between addresses c_ip (the connector's view of itself) and l_ip. */
-static void make_pair_at(struct pair *p, bool aes, uint32_t c_ip, uint32_t l_ip, uint32_t c_peer,
-			 uint32_t l_self)
+static void make_pair_at(struct pair *p, bool aes, union wire_ip c_ip, union wire_ip l_ip,
+			 union wire_ip c_peer, union wire_ip l_self)
 {
 	struct auth_keypair c, l;
 	uint8_t c_pk[AUTH_PUBKEY_BYTES], l_pk[AUTH_PUBKEY_BYTES];
@@ -39,9 +39,9 @@ static void make_pair_at(struct pair *p, bool aes, uint32_t c_ip, uint32_t l_ip,
 	memcpy(c_pk, c.pk, sizeof(c_pk));
 	memcpy(l_pk, l.pk, sizeof(l_pk));
 	assert_memory_not_equal(c_pk, l_pk, sizeof(c_pk));
-	p->conn = auth_new(&c, l_pk, true, aes, c_ip, c_peer, &err);
+	p->conn = auth_new(&c, l_pk, true, aes, &c_ip, &c_peer, &err);
 	assert_non_null(p->conn);
-	p->lis = auth_new(&l, c_pk, false, aes, l_self, l_ip, &err);
+	p->lis = auth_new(&l, c_pk, false, aes, &l_self, &l_ip, &err);
 	assert_non_null(p->lis);
 	/* the secrets are wiped once used */
 	assert_true(c.sk[0] == 0 && !memcmp(c.sk, c.sk + 1, sizeof(c.sk) - 1));
@@ -130,7 +130,7 @@ static void test_addresses(void **state)
 
 	(void)state;
 	/* the listener believes the connector is 198.18.0.3 */
-	make_pair_at(&p, false, IP_C, htonl(0xc6120003), IP_L, IP_L);
+	make_pair_at(&p, false, IP_C, wire_ip4(htonl(0xc6120003)), IP_L, IP_L);
 	fill(frame, 64, 3);
 	auth_seal(p.conn, P1, P2, frame, 64);
 	assert_int_equal(open_at(&p, frame, 64), AUTH_FORGED);
@@ -140,6 +140,42 @@ static void test_addresses(void **state)
 	make_pair_at(&p, false, IP_C, IP_C, IP_L, IP_L);
 	auth_seal(p.conn, P1, P2, frame, 64);
 	assert_int_equal(open_at(&p, frame, 64), AUTH_OK);
+	auth_free(p.conn);
+	auth_free(p.lis);
+}
+
+/* 2001:2::1 and 2001:2::2 (RFC 5180's benchmarking range) */
+static union wire_ip ip6_of(uint8_t last)
+{
+	union wire_ip a = { .b = { 0x20, 0x01, 0x00, 0x02 } };
+
+	a.b[15] = last;
+	return a;
+}
+
+/* Over IPv6 the keys are bound to all 16 bytes of each address: the last byte differing, or the
+ * IPv4 address its last four bytes make (0.0.0.1), takes nothing. */
+static void test_addresses_ipv6(void **state)
+{
+	uint8_t frame[64 + HARP_AUTH_TRAILER];
+	union wire_ip c = ip6_of(1), l = ip6_of(2), mapped = wire_ip4(htonl(0x00000001));
+	struct pair p;
+
+	(void)state;
+	fill(frame, 64, 5);
+	make_pair_at(&p, true, c, c, l, l);
+	auth_seal(p.conn, P1, P2, frame, 64);
+	assert_int_equal(open_at(&p, frame, 64), AUTH_OK);
+	auth_free(p.conn);
+	auth_free(p.lis);
+	make_pair_at(&p, true, c, ip6_of(3), l, l);
+	auth_seal(p.conn, P1, P2, frame, 64);
+	assert_int_equal(open_at(&p, frame, 64), AUTH_FORGED);
+	auth_free(p.conn);
+	auth_free(p.lis);
+	make_pair_at(&p, true, c, mapped, l, l);
+	auth_seal(p.conn, P1, P2, frame, 64);
+	assert_int_equal(open_at(&p, frame, 64), AUTH_FORGED);
 	auth_free(p.conn);
 	auth_free(p.lis);
 }
@@ -218,11 +254,12 @@ static void test_bad_peer_key(void **state)
 {
 	struct auth_keypair kp;
 	uint8_t zero[AUTH_PUBKEY_BYTES] = { 0 };
+	union wire_ip c = IP_C, l = IP_L;
 	int err = 0;
 
 	(void)state;
 	auth_keypair(&kp);
-	assert_null(auth_new(&kp, zero, true, false, IP_C, IP_L, &err));
+	assert_null(auth_new(&kp, zero, true, false, &c, &l, &err));
 	assert_int_equal(err, -EPROTO);
 }
 
@@ -244,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_aes),
 		cmocka_unit_test(test_bad_peer_key),
 		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_addresses_ipv6),
 		cmocka_unit_test(test_replay_window),
 	};
 

@@ -31,6 +31,7 @@
 #define RING 2048
 #define PAYLOAD 1400
 #define JUMBO_PAYLOAD (9000 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN)
+#define JUMBO_PAYLOAD6 (9000 - HARP_IP6_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN)
 #define MAX_PAIRS 200
 
 /* ---- what engine.c needs from the rest of the library ---------------------------------------- */
@@ -401,6 +402,7 @@ struct world {
 	int npairs;
 	uint32_t payload; /* each connection's payload_max */
 	uint32_t ceiling; /* path MTU discovery up to this (conn_pmtu_init); 0: none */
+	bool ip6;	  /* the connections run IPv6 (2001:2::1 and ::2), else IPv4 */
 };
 
 
@@ -424,8 +426,15 @@ static void pair_open(struct world *w, int i)
 		if (w->ceiling) {
 			conn_pmtu_init(c, w->ceiling);
 		}
-		c->path.src_ip = htonl(0xc6120001u + (uint32_t)k);
-		c->path.dst_ip = htonl(0xc6120002u - (uint32_t)k);
+		c->path.ip6 = w->ip6;
+		c->path.src_ip = wire_ip4(htonl(0xc6120001u + (uint32_t)k));
+		c->path.dst_ip = wire_ip4(htonl(0xc6120002u - (uint32_t)k));
+		if (w->ip6) { /* 2001:2::1 and 2001:2::2 */
+			c->path.src_ip = (union wire_ip){ .b = { 0x20, 0x01, 0, 2 } };
+			c->path.dst_ip = c->path.src_ip;
+			c->path.src_ip.b[15] = (uint8_t)(1 + k);
+			c->path.dst_ip.b[15] = (uint8_t)(2 - k);
+		}
 		c->ctrl_fd = eventfd(0, EFD_CLOEXEC);
 		c->submit = spsc_create(CONN_REQS);
 		assert_true(c->ctrl_fd >= 0);
@@ -459,6 +468,23 @@ static int setup(void **state)
 static int setup_sg(void **state)
 {
 	return world_new(state, true, JUMBO_PAYLOAD);
+}
+
+/* The same two over IPv6. */
+static int setup6(void **state)
+{
+	int err = world_new(state, false, PAYLOAD);
+
+	((struct world *)*state)->ip6 = true;
+	return err;
+}
+
+static int setup_sg6(void **state)
+{
+	int err = world_new(state, true, JUMBO_PAYLOAD6);
+
+	((struct world *)*state)->ip6 = true;
+	return err;
 }
 
 static int teardown(void **state)
@@ -718,6 +744,7 @@ static void test_jumbo_chains_cross(void **state)
 	size_t len = 300 * 1000, i;
 	uint8_t *src = malloc(len), *dst = calloc(1, len);
 	struct xsk_port *pa = &w->a.e.port;
+	uint32_t frame = wire_records_at(w->ip6) + HARP_HDR_LEN + w->payload;
 	struct harp_req *s, *r;
 
 	assert_non_null(src);
@@ -725,8 +752,8 @@ static void test_jumbo_chains_cross(void **state)
 	for (i = 0; i < len; i++) {
 		src[i] = (uint8_t)(i * 13 + 1);
 	}
-	assert_int_equal(xsk_port_tx_pieces(pa, HARP_FRAME_OVERHEAD + JUMBO_PAYLOAD), 3);
-	assert_int_equal(xsk_port_rx_pieces(pa, HARP_FRAME_OVERHEAD + JUMBO_PAYLOAD), 3);
+	assert_int_equal(xsk_port_tx_pieces(pa, frame), 3);
+	assert_int_equal(xsk_port_rx_pieces(pa, frame), 3);
 	pair_open(w, 0);
 	r = post_recv(&w->b.conns[0], dst, len);
 	s = post_send(&w->a.conns[0], src, len);
@@ -735,8 +762,8 @@ static void test_jumbo_chains_cross(void **state)
 	assert_int_equal(state_of(r), REQ_DONE);
 	assert_memory_equal(src, dst, len);
 	/* 34 packets of data (300,000 / 8,908), each a chain both ways */
-	assert_true(w->a.e.stats.tx_chains >= (len + JUMBO_PAYLOAD - 1) / JUMBO_PAYLOAD);
-	assert_true(w->b.e.stats.rx_chains >= (len + JUMBO_PAYLOAD - 1) / JUMBO_PAYLOAD);
+	assert_true(w->a.e.stats.tx_chains >= (len + w->payload - 1) / w->payload);
+	assert_true(w->b.e.stats.rx_chains >= (len + w->payload - 1) / w->payload);
 	assert_int_equal(w->b.e.stats.rx_bad_chain, 0);
 	assert_int_equal(w->b.e.stats.rx_bad, 0);
 	engine_progress(&w->a.e); /* the last completions */
@@ -1042,7 +1069,7 @@ static void test_pmtu(void **state)
 	pmtu_c = a;
 	run_for(w, searched, 3000);
 	assert_int_equal(a->pmtu.mtu, 1500);
-	assert_int_equal(a->payload_max, 1500 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	assert_int_equal(a->payload_max, 1500 - wire_pkt_overhead(w->ip6));
 	/* 9000, then halving towards 1200: 7 sizes refused (3 tries each), 1440 and 1500 not */
 	assert_true(a->stats.pmtu_probes >= 3 * 7 + 2);
 	assert_int_equal(a->stats.pmtu_drops, 0);
@@ -1103,7 +1130,7 @@ static void test_pmtu_narrow(void **state)
 	pmtu_c = a;
 	run_for(w, searched, 3000);
 	assert_int_equal(a->pmtu.mtu, 1260);
-	assert_int_equal(a->payload_max, 1260 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	assert_int_equal(a->payload_max, 1260 - wire_pkt_overhead(w->ip6));
 	assert_int_equal(a->stats.pmtu_drops, 0);
 	pmtu_msg_post(&m, a, b);
 	pmtu_msg_arrives(w, &m, 5000);
@@ -1142,7 +1169,7 @@ static void test_pmtu_late_search(void **state)
 	pmtu_c = a;
 	run_for(w, searched_all_in, 10000);
 	assert_int_equal(a->pmtu.mtu, 1500);
-	assert_int_equal(a->payload_max, 1500 - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN);
+	assert_int_equal(a->payload_max, 1500 - wire_pkt_overhead(w->ip6));
 	assert_int_equal(a->stats.pmtu_drops, 0);
 }
 
@@ -1408,6 +1435,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pmtu, setup_sg, teardown),
 		cmocka_unit_test_setup_teardown(test_pmtu_narrow, setup_sg, teardown),
+		/* over IPv6: 20 bytes more of header in every packet */
+		cmocka_unit_test_setup_teardown(test_message_crosses, setup6, teardown),
+		cmocka_unit_test_setup_teardown(test_records_share_frames, setup6, teardown),
+		cmocka_unit_test_setup_teardown(test_jumbo_chains_cross, setup_sg6, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu, setup_sg6, teardown),
+		cmocka_unit_test_setup_teardown(test_pmtu_narrow, setup_sg6, teardown),
 		cmocka_unit_test_setup_teardown(test_pmtu_late_search, setup_sg, teardown),
 		cmocka_unit_test_setup_teardown(test_pmtu_late_confirm, setup_sg, teardown),
 		cmocka_unit_test_setup_teardown(test_pmtu_old_answer, setup_sg, teardown),

@@ -672,7 +672,7 @@ static size_t count_lines(const char *s)
 static void test_dump(void **state)
 {
 	static const char *const names[] = {
-		"HARP_IFNAME", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
+		"HARP_IFNAME", "HARP_FAMILY", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
 		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_MULTI_BUFFER", "HARP_LOG_LEVEL",
 		"HARP_HUGEPAGES", "HARP_BUSY_POLL_US", "HARP_BIND_MODE", "HARP_ZEROCOPY_QUIRKS", "HARP_XDP_MODE",
 		"HARP_PIN_ROOT", "HARP_AGENT_SOCKET",

@@ -31,8 +31,8 @@ struct frame {
 static const struct wire_path path = {
 	.src_mac = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 },
 	.dst_mac = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee },
-	.src_ip = 0x0100000a, /* 10.0.0.1 as stored: network order on little-endian */
-	.dst_ip = 0x0200000a,
+	.src_ip = { .b = { [10] = 0xff, 0xff, 10, 0, 0, 1 } }, /* 10.0.0.1, IPv4 mapped */
+	.dst_ip = { .b = { [10] = 0xff, 0xff, 10, 0, 0, 2 } },
 	.src_port = 0x5cb7, /* 47004 */
 	.dst_port = 0x5db7, /* 47005 */
 };
@@ -236,8 +236,8 @@ static void check_headers(const struct frame *f, uint32_t body_len, uint16_t ip_
 	assert_int_equal(rd16(ip + 6), 0x4000); /* DF, no fragment */
 	assert_int_equal(ip[8], 64);
 	assert_int_equal(ip[9], 17);
-	assert_memory_equal(ip + 12, &path.src_ip, 4);
-	assert_memory_equal(ip + 16, &path.dst_ip, 4);
+	assert_memory_equal(ip + 12, &path.src_ip.b[12], 4);
+	assert_memory_equal(ip + 16, &path.dst_ip.b[12], 4);
 	assert_memory_equal(udp, &path.src_port, 2);
 	assert_memory_equal(udp + 2, &path.dst_port, 2);
 	assert_int_equal(rd16(udp + 4), HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
@@ -281,8 +281,9 @@ static void round_trip(const struct harp_hdr *h, uint32_t body_len)
 	check_wire_header(&f, h);
 	assert_int_equal(parse(&f, &p), WIRE_OK);
 	assert_memory_equal(&p.h, h, sizeof(*h));
-	assert_int_equal(p.src_ip, path.src_ip);
-	assert_int_equal(p.dst_ip, path.dst_ip);
+	assert_memory_equal(&p.src_ip, &path.src_ip, 16);
+	assert_memory_equal(&p.dst_ip, &path.dst_ip, 16);
+	assert_false(p.ip6);
 	assert_int_equal(p.src_port, path.src_port);
 	assert_int_equal(p.dst_port, path.dst_port);
 	assert_memory_equal(p.src_mac, path.src_mac, 6);
@@ -544,7 +545,7 @@ static void test_udp_payload_shorter_than_header(void **state)
 
 static void test_ethertype(void **state)
 {
-	const uint16_t others[] = { 0x86dd, 0x0806, 0x88cc, 0x0000, 0xffff, 0x88a8 };
+	const uint16_t others[] = { 0x0806, 0x88cc, 0x0000, 0xffff, 0x88a8 };
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 	struct frame f;
 	size_t i;
@@ -555,10 +556,14 @@ static void test_ethertype(void **state)
 		wr16(f.b + 12, others[i]);
 		expect_err(&f, WIRE_ERR_NOT_IP4);
 	}
-	/* A tagged frame whose inner type is not IPv4; and QinQ, which harp does not parse. */
+	/* an IPv4 packet that calls itself IPv6: its version disagrees */
+	build(&f, &h, 0);
+	wr16(f.b + 12, 0x86dd);
+	expect_err(&f, WIRE_ERR_IP_HDR);
+	/* A tagged frame whose inner type is not IP; and QinQ, which harp does not parse. */
 	build(&f, &h, 0);
 	add_vlan(&f, 0x8100);
-	wr16(f.b + 16, 0x86dd);
+	wr16(f.b + 16, 0x0806);
 	expect_err(&f, WIRE_ERR_NOT_IP4);
 	build(&f, &h, 0);
 	add_vlan(&f, 0x88a8);
@@ -576,7 +581,7 @@ static void test_vlan_accepted(void **state)
 	add_vlan(&f, 0x8100);
 	assert_int_equal(parse(&f, &p), WIRE_OK);
 	assert_memory_equal(&p.h, &h, sizeof(h));
-	assert_int_equal(p.src_ip, path.src_ip);
+	assert_memory_equal(&p.src_ip, &path.src_ip, 16);
 	assert_memory_equal(p.src_mac, path.src_mac, 6);
 }
 
