@@ -169,12 +169,19 @@ else
 		env HARP_AUTH=1 "$xfer" server --ifname "$if_a" --handle-file "$tmp/handle3"
 fi
 
-# struct handle_wire (src/control.c): magic 4, version 2, family 2, IPv4 4 (network order), so
-# the address is hex digits 16..23. Nobody in A's /24 has .99: ARP gets no answer.
+# struct handle_wire (src/ctrlmsg.h): magic 4, version 2, family 2, IPv4 4 (network order), so
+# the address is hex digits 16..23; an IPv6 handle's is at bytes 24..39, hex digits 48..79.
+# Nobody in A's /24 (or /64) has .99 (::99): ARP (NDP) gets no answer.
 real=$(head -n 1 "$handle")
-unreachable=198.18.$topo_net.99
-hex=$(printf '%02x' 198 18 "$topo_net" 99)
-printf '%s%s%s\n' "${real:0:16}" "$hex" "${real:24}" >"$tmp/forged"
+if [[ $topo_family == 6 ]]; then
+	unreachable=2001:2:$topo_net::99
+	hex=$(printf '20010002%04d0000000000000000%04d' "$topo_net" 99) # groups as lib.sh writes them
+	printf '%s%s%s\n' "${real:0:48}" "$hex" "${real:80}" >"$tmp/forged"
+else
+	unreachable=198.18.$topo_net.99
+	hex=$(printf '%02x' 198 18 "$topo_net" 99)
+	printf '%s%s%s\n' "${real:0:16}" "$hex" "${real:24}" >"$tmp/forged"
+fi
 expect_error unreachable_peer 4 "$unreachable|HARP_CONNECT_TIMEOUT_MS=2000" -- \
 	"${in_a[@]}" env HARP_CONNECT_TIMEOUT_MS=2000 "$xfer" client --ifname "$if_a" \
 	--handle-file "$tmp/forged" --timeout 30

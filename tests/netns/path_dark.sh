@@ -42,7 +42,7 @@ cli=$spawned_pid
 # set-up takes well under a second here; then the cut, while both idle
 sleep 1
 ns_exec "$ns_m" nft -f - <<EOF
-table ip harp_dark {
+table inet harp_dark {
 	chain forward {
 		type filter hook forward priority filter; policy drop;
 	}

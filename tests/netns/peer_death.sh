@@ -158,9 +158,11 @@ run_case() {
 }
 
 run_case kill KILL "" 0 3000 "Connection reset by peer"
-# topo_pair's addresses: the server (B) is 198.18.N.2 in every case.
+# topo_pair's addresses: the server (B) is 198.18.N.2 (2001:2:N::2 over IPv6) in every case.
+server_ip="198\.18\.[0-9]+\.2"
+[[ $topo_family != 6 ]] || server_ip="2001:2:[0-9]+::2"
 run_case stop STOP HARP_PEER_TIMEOUT_MS=1000 800 4000 "Connection timed out" \
-	"peer 198\.18\.[0-9]+\.2 .*declaring it dead"
+	"peer $server_ip .*declaring it dead"
 
 echo "peer_death: result=$( ((fail)) && echo FAIL || echo PASS)"
 exit "$fail"

@@ -31,6 +31,8 @@
 #     --driver-args WORDS more arguments for both drivers (e.g. --cuda)
 #     --client-args WORDS more arguments for the client's driver only
 #     --expect-log TEXT   each side's log must hold a line with TEXT
+#     --family F          the links' addresses (lib.sh topo_family): 4 (default), 6 (IPv6
+#                         only) or dual (both)
 #     --hop PROFILE       A and B joined through a forwarding namespace M instead (topo_hop:
 #                         M hashes each flow to a queue of the next hop, as an RSS NIC does),
 #                         which impairs every UDP packet by PROFILE (lib.sh hop_impair: none,
@@ -70,7 +72,7 @@ usage() {
 	if (($#)); then
 		echo "conformance: $*" >&2
 	fi
-	sed -n '4,37s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,39s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -96,6 +98,7 @@ while (($#)); do
 	--client-args) client_args=${2:?} && shift ;;
 	--expect-log) expect_log=${2:?} && shift ;;
 	--hop) hop=${2:?} && shift ;;
+	--family) topo_family=${2:?} && shift ;;
 	*) usage "unknown option '$1'" ;;
 	esac
 	shift
@@ -194,8 +197,8 @@ harness_cleanup_extra() {
 }
 
 # make_topology: namespaces A and B joined by one veth pair, or two. The second pair has its own
-# /24 in 198.19/16 and names that extend the first's, so HARP_IFNAME=$if_a (a prefix, as in
-# NCCL_SOCKET_IFNAME) matches both, first pair first.
+# /24 in 198.19/16 (and /64 in 2001:2:x:9::) and names that extend the first's, so
+# HARP_IFNAME=$if_a (a prefix, as in NCCL_SOCKET_IFNAME) matches both, first pair first.
 make_topology() {
 	if [[ -n $hop ]]; then
 		topo_hop "$mtu" "$queues" || return
@@ -204,11 +207,13 @@ make_topology() {
 	fi
 	topo_pair "$mtu" "$queues" || return
 	if ((devices == 2)); then
+		local peer="198.19.$topo_net.2"
 		topo_veth "$ns_a" "${if_a}2" "$ns_b" "${if_b}2" "$mtu" "$queues"
-		ns_exec "$ns_a" ip addr add "198.19.$topo_net.1/24" dev "${if_a}2"
-		ns_exec "$ns_b" ip addr add "198.19.$topo_net.2/24" dev "${if_b}2"
-		topo_wait_ping "$ns_a" "198.19.$topo_net.2" || return
-		topo_log "second pair ${if_a}2 <-> ${if_b}2 in 198.19.$topo_net.0/24"
+		topo_addr "$ns_a" "${if_a}2" "198.19.$topo_net.1" "2001:2:$topo_net:9::1"
+		topo_addr "$ns_b" "${if_b}2" "$peer" "2001:2:$topo_net:9::2"
+		[[ $topo_family != 6 ]] || peer="2001:2:$topo_net:9::2"
+		topo_wait_ping "$ns_a" "$peer" || return
+		topo_log "second pair ${if_a}2 <-> ${if_b}2, $peer's network"
 	fi
 }
 
