@@ -465,7 +465,9 @@ def machine_rows(recs, cfg):
         ("machine", "%s: %s CPUs (%s), %s GiB, kernel %s" % (
             cfg.get("host"), cfg.get("cpus"), cfg.get("cpu_model") or "?",
             cfg.get("mem_gib") or "?", kernel)),
-        ("links", "%s; harp: %s" % (", ".join(drivers) or "?", ", ".join(modes) or "?")),
+        ("links", "%s, %s; harp: %s" % (", ".join(drivers) or "?",
+                                        "IPv6" if cfg.get("family") == "ipv6" else "IPv4",
+                                        ", ".join(modes) or "?")),
         ("NCCL", str(cfg.get("nccl") or "not measured")),
         ("run", "preset %s, %s s, %d records" % (cfg.get("preset"), cfg.get("elapsed_s"),
                                                  len(recs))),

@@ -542,7 +542,7 @@ fabric_tc() {
 # before the wire) and M's ends lose GRO, so M caps and drops single packets, never 64 KiB
 # aggregates. Calling it again starts the counters afresh.
 hop_fabric() {
-	local flow=$1 agg=$2 buckets=$3 ppm=$4 i map="" hash
+	local flow=$1 agg=$2 buckets=$3 ppm=$4 i map="" hash fam l4="ip protocol"
 	if [[ -z $ns_m || -z $ns_a ]]; then
 		topo_log "hop_fabric needs topo_hop first"
 		return 2
@@ -555,14 +555,16 @@ hop_fabric() {
 	for ((i = 0; i < buckets; i++)); do
 		map+="${map:+, }$i : 1:$(printf '%x' $((0x100 + i)))"
 	done
-	hash="jhash ip saddr . ip daddr . ip protocol . th sport . th dport mod $buckets"
+	fam=$(impair_family) # the addresses' family (ip or ip6): nft hashes that header's fields
+	[[ $fam == ip ]] || l4="meta l4proto"
+	hash="jhash $fam saddr . $fam daddr . $l4 . th sport . th dport mod $buckets"
 	ns_exec "$ns_a" ethtool -K "$if_a" tso off
 	ns_exec "$ns_b" ethtool -K "$if_b" tso off
 	ns_exec "$ns_m" ethtool -K "$if_ma" gro off
 	ns_exec "$ns_m" ethtool -K "$if_mb" gro off
-	ns_exec "$ns_m" nft delete table ip harp_fabric 2>/dev/null || true
+	ns_exec "$ns_m" nft delete table "$fam" harp_fabric 2>/dev/null || true
 	ns_exec "$ns_m" nft -f - <<EOF
-table ip harp_fabric {
+table $fam harp_fabric {
 	counter lost {}
 	counter forwarded {}
 	chain forward {
@@ -586,7 +588,7 @@ hop_fabric_stats() {
 	local name n dev
 	[[ -n $ns_m ]] || return 0
 	for name in forwarded lost; do
-		n=$(ns_exec "$ns_m" nft list counter ip harp_fabric "$name" 2>/dev/null |
+		n=$(ns_exec "$ns_m" nft list counter "$(impair_family)" harp_fabric "$name" 2>/dev/null |
 			sed -n 's/.*packets \([0-9]*\).*/\1/p' || true)
 		printf 'fabric_%s=%s\n' "$name" "${n:-0}"
 	done

@@ -3,8 +3,9 @@
 #
 # Helpers for guest scripts (bash; busybox gives the other commands), sourced by the guest's init before /scenario.
 #
-#   hvm_net_up              eth0 up at $hvm_ip/24 with $hvm_queues queue pairs; a web server on
-#                           port 8080 publishes /tmp/pub to the other guests
+#   hvm_net_up              eth0 up at $hvm_ip/24 with $hvm_queues queue pairs (and, with the
+#                           word ipv6, at hvm_ip6/64 too); a web server on port 8080 publishes
+#                           /tmp/pub to the other guests
 #   hvm_publish NAME FILE   offers FILE to the other guests as NAME
 #   hvm_fetch NAME DEST [SEC]  fetches NAME from the first peer into DEST, waiting up to SEC
 #                           seconds (default 120) for it to be published
@@ -26,8 +27,10 @@
 #                           DIR, named by TAG; CMD's status
 #
 #   hvm_common_word WORD    takes a scenario word every guest script knows: mode=MODE (the AF_XDP
-#                           mode harp must report, kept in hvm_want_mode) or quirks=0
-#                           (HARP_ZEROCOPY_QUIRKS=0, guest/xfer.sh says why); false for another
+#                           mode harp must report, kept in hvm_want_mode), quirks=0
+#                           (HARP_ZEROCOPY_QUIRKS=0, guest/xfer.sh says why) or ipv6 (eth0 gets
+#                           an IPv6 address beside its IPv4 one, 2001:2:N::X for 198.18.N.X in
+#                           hvm_ip6, and harp runs over it: HARP_FAMILY=ipv6); false for another
 #
 # The environment holds hvm_name, hvm_ip, hvm_queues, hvm_peers and hvm_args from the kernel's
 # command line (tests/vm/vm.sh), and this file sets hvm_build and hvm_source (the build tree and
@@ -41,6 +44,7 @@ hvm_peer=${hvm_peers%%,*}
 hvm_role=client
 [ "$hvm_name" = a ] && hvm_role=server
 hvm_want_mode=""
+hvm_ip6=""
 export HARP_CONF=
 
 hvm_fail() {
@@ -65,6 +69,11 @@ hvm_common_word() {
 	case $1 in
 	mode=*) hvm_want_mode=${1#mode=} ;;
 	quirks=*) export HARP_ZEROCOPY_QUIRKS=${1#quirks=} ;;
+	ipv6)
+		# 198.18.N.X: 2001:2:N::X (lib.sh's groups), the handshake's family from the handle
+		hvm_ip6=$(echo "$hvm_ip" | awk -F. '{ printf "2001:2:%s::%s", $3, $4 }')
+		export HARP_FAMILY=ipv6
+		;;
 	*) return 1 ;;
 	esac
 }
@@ -90,6 +99,10 @@ hvm_net_up() {
 	ip link set eth0 mtu "${hvm_mtu:-1500}" || hvm_fail "ip link set eth0 mtu $hvm_mtu"
 	ip link set eth0 up
 	ip addr add "$hvm_ip/24" dev eth0
+	if hvm_arg ipv6; then
+		ip -6 addr add "$(echo "$hvm_ip" | awk -F. '{ printf "2001:2:%s::%s", $3, $4 }')/64" \
+			dev eth0 nodad || hvm_fail "no IPv6 address on eth0"
+	fi
 	mkdir -p /tmp/pub
 	httpd -p 8080 -h /tmp/pub
 	echo "guest $hvm_name: $(uname -r), eth0 $hvm_ip, driver $(ethtool -i eth0 | sed -n 's/^driver: //p')," \

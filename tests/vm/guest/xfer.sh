@@ -119,6 +119,9 @@ for conns in ${conns_list//+/ }; do
 	if [ -n "$hvm_want_mode" ] && [ "$(out_value $tag mode)" != "$hvm_want_mode" ]; then
 		hvm_fail "run $run: mode $(out_value $tag mode), expected $hvm_want_mode"
 	fi
+	if [ -n "$hvm_ip6" ] && [ "$(out_value $tag conns_ipv6)" != "$conns" ]; then
+		hvm_fail "run $run: $(out_value $tag conns_ipv6) of $conns connections over IPv6"
+	fi
 	if ((jumbo)); then
 		want_mtu=$(cat /sys/class/net/eth0/mtu)
 		echo "run $run: IP MTU $(out_value $tag mtu), multi_buffer=$(out_value $tag multi_buffer)," \
