@@ -19,7 +19,8 @@
 #
 # topo_family (set before topo_pair or topo_hop): 4 (default) gives each end an IPv4 address;
 # 6 an IPv6 one only (2001:2::/48, RFC 5180's benchmarking range, with M routing between two
-# /64s), and dual both (ip_a and ip_b then name the IPv4 ones, ip6_a and ip6_b the IPv6 ones).
+# /64s), and dual both (ip_a and ip_b then name the IPv4 ones, ip6_a and ip6_b the IPv6 ones);
+# link (topo_pair only) a link-local IPv6 address only, fe80::1 and fe80::2, and nothing else.
 #
 # After topo_*: ns_a ns_b (ns_m) name the namespaces, if_a if_b the veth ends inside A and B,
 # ip_a ip_b their addresses; after topo_bridge, the arrays ns_r if_r ip_r name rank i's. Names
@@ -133,6 +134,10 @@ topo_ns_add() {
 	else
 		ns_exec "$ns" sysctl -qw net.ipv6.conf.default.accept_ra=0
 		ns_exec "$ns" sysctl -qw net.ipv6.conf.default.router_solicitations=0
+		if [[ $topo_family == link ]]; then
+			# no link-local address made up from the MAC: topo_addr gives each end its own
+			ns_exec "$ns" sysctl -qw net.ipv6.conf.default.addr_gen_mode=1
+		fi
 	fi
 }
 
@@ -140,7 +145,7 @@ topo_ns_add() {
 # address detection, so it is usable at once).
 topo_addr() {
 	local ns=$1 dev=$2 v4=$3 v6=$4
-	if [[ $topo_family != 6 ]]; then
+	if [[ $topo_family == 4 || $topo_family == dual ]]; then
 		ns_exec "$ns" ip addr add "$v4/24" dev "$dev"
 	fi
 	if [[ $topo_family != 4 ]]; then
@@ -151,9 +156,9 @@ topo_addr() {
 # topo_family_check: topo_family is one this library builds.
 topo_family_check() {
 	case $topo_family in
-	4 | 6 | dual) return 0 ;;
+	4 | 6 | dual | link) return 0 ;;
 	*)
-		topo_log "topo_family '$topo_family' is none of 4, 6, dual"
+		topo_log "topo_family '$topo_family' is none of 4, 6, dual, link"
 		return 2
 		;;
 	esac
@@ -216,13 +221,18 @@ topo_ends() {
 	if [[ $topo_family != 4 ]]; then
 		ip6_a=$3 ip6_b=$4
 	fi
-	if [[ $topo_family == 6 ]]; then
+	if [[ $topo_family == 6 || $topo_family == link ]]; then
 		ip_a=$3 ip_b=$4
 	fi
 }
 
-# topo_wait_ends: each end answers the other, over every family it has.
+# topo_wait_ends: each end answers the other, over every family it has (a link-local address
+# through the end's own interface).
 topo_wait_ends() {
+	if [[ $topo_family == link ]]; then
+		topo_wait_ping "$ns_a" "$ip_b%$if_a" && topo_wait_ping "$ns_b" "$ip_a%$if_b"
+		return
+	fi
 	topo_wait_ping "$ns_a" "$ip_b" && topo_wait_ping "$ns_b" "$ip_a" || return
 	if [[ $topo_family == dual ]]; then
 		topo_wait_ping "$ns_a" "$ip6_b" && topo_wait_ping "$ns_b" "$ip6_a"
@@ -239,6 +249,7 @@ topo_pair() {
 	topo_ns_add "$ns_a"
 	topo_ns_add "$ns_b"
 	topo_veth "$ns_a" "$if_a" "$ns_b" "$if_b" "$mtu" "$queues"
+	[[ $topo_family != link ]] || v6="fe80::"
 	topo_addr "$ns_a" "$if_a" "198.18.$topo_net.1" "${v6}1"
 	topo_addr "$ns_b" "$if_b" "198.18.$topo_net.2" "${v6}2"
 	topo_ends "198.18.$topo_net.1" "198.18.$topo_net.2" "${v6}1" "${v6}2"
@@ -252,6 +263,10 @@ topo_hop() {
 	local mtu=$1 queues=$2 steer=${3:-hashed}
 	topo_need_root || return
 	topo_check_args "$mtu" "$queues" || return
+	if [[ $topo_family == link ]]; then
+		topo_log "topo_hop: link-local addresses do not cross a router (topo_family link)"
+		return 2
+	fi
 	ns_a="${topo_prefix}a" ns_b="${topo_prefix}b" ns_m="${topo_prefix}m"
 	if_a="${topo_prefix}a" if_b="${topo_prefix}b"
 	if_ma="${topo_prefix}ma" if_mb="${topo_prefix}mb"

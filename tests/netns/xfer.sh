@@ -7,7 +7,8 @@
 #     --mtu N               MTU of every link (default 1500)
 #     --queues N            veth queues; also passed to harp-xfer unless the args set --queues
 #     --family F            4 (default): the links carry IPv4; 6: IPv6 only; dual: both, harp
-#                           choosing by itself (IPv4; --env HARP_FAMILY=ipv6 makes it IPv6)
+#                           choosing by itself (IPv4; --env HARP_FAMILY=ipv6 makes it IPv6);
+#                           link: link-local IPv6 addresses only (no --hop)
 #     --hop PROFILE         none: A and B on one veth pair (default); plain: A - M - B without
 #                           impairment; drop1 drop5 reorder dup2 corrupt ratecap all: A - M - B
 #                           with that impairment on M (tests/netns/lib.sh, hop_impair)
@@ -47,7 +48,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,38s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,39s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
@@ -201,16 +202,17 @@ side_traffic() {
 	pids+=("$spawned_pid")
 	# full-size pings, never fragmented: at a jumbo MTU each one spans several XDP buffers,
 	# which the program must pass to the kernel whole
-	local ip_hdrs=28 # IPv4 and ICMP headers; IPv6's and ICMPv6's are 48
+	local ip_hdrs=28 peer=$ip_b # IPv4 and ICMP headers; IPv6's and ICMPv6's are 48
 	[[ $ip_b != *:* ]] || ip_hdrs=48
-	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 -s $((mtu - ip_hdrs)) -M do "$ip_b" \
+	[[ $ip_b != fe80:* ]] || peer="$ip_b%$if_a" # a link-local address, on A's link
+	spawn_bounded 30 ip netns exec "$ns_a" ping -c 10 -i 0.2 -W 2 -s $((mtu - ip_hdrs)) -M do "$peer" \
 		>"$tmp/ping.out" 2>&1
 	local ping_pid=$spawned_pid
 	pids+=("$ping_pid")
 	local tcp_rc=1
 	for ((i = 0; i < 20; i++)); do
 		sleep 0.25
-		if run_bounded 40 ip netns exec "$ns_a" iperf3 -c "$ip_b" -p 5201 -n 20M -f g \
+		if run_bounded 40 ip netns exec "$ns_a" iperf3 -c "$peer" -p 5201 -n 20M -f g \
 			>"$tmp/iperf3.out" 2>&1; then
 			tcp_rc=0
 			break
