@@ -161,6 +161,15 @@ ha "$ns_a" up "$xa" --port-base 65500
 want "a port range past 65535 is refused" 2 "--port-base 65500: expected 1024..65472 for 64 ports"
 ha "$ns_a" frobnicate "$xa"
 want "an unknown command is refused" 2 "unknown command 'frobnicate'"
+# the links carry one family (topo_family): --family of the other is refused before any change
+own=ipv4 other=ipv6
+[[ $topo_family != 6 ]] || own=ipv6 other=ipv4
+ha "$ns_a" up "$xa" --family ip5
+want "an unknown family is refused" 2 "--family ip5: expected auto, ipv4 or ipv6"
+ha "$ns_a" up "$xa" --family "$other" --hugepages off
+want "--family $other on an interface without such an address is refused, with the fix" 1 \
+	"up $xa: find address: --family $other, but $xa has no IPv. address.*fix: give $xa an address"
+left_nothing "$ns_a" "$xa" || fail_case "a refused --family left nothing" "$(what_is_left "$ns_a" "$xa")"
 ha "$ns_a" down "$xa"
 want "down where harp is not attached changes nothing and says so" 0 "harp is not attached to $xa; nothing to undo"
 
@@ -178,13 +187,14 @@ fi
 
 # ---- up, status, up again, down -----------------------------------------------------------------
 
-ha "$ns_a" up "$xa" --hugepages off
+ha "$ns_a" up "$xa" --hugepages off --family "$own"
 want "up attaches, pins and ends with one line" 0 "^harp-attach: up: $xa \(native XDP, 1 queue\); UDP ports 47000-47063; maps in $pins/<ifname>; hugepages left alone"
 for m in xsks_map counters harp_config probe_queues; do
 	[[ -e $pins/$xa/$m ]] || fail_case "up pinned $pins/$xa/$m" "missing"
 done
 if grep -qx "HARP_IFNAME==$xa" "$conf" && grep -qx "HARP_PIN_ROOT=$pins" "$conf" &&
-	grep -qx "HARP_QUEUES=auto" "$conf" && grep -qx "HARP_PORT_BASE=47000" "$conf"; then
+	grep -qx "HARP_QUEUES=auto" "$conf" && grep -qx "HARP_PORT_BASE=47000" "$conf" &&
+	grep -qx "HARP_FAMILY=$own" "$conf"; then
 	pass "up wrote the node profile"
 else
 	fail_case "the node profile" "$(cat "$conf" 2>&1)"

@@ -947,7 +947,8 @@ def expected_agent(values, app_version):
     ifaces = [str(i) for i in values["interfaces"]]
     opts = ["--queues", str(values["queues"]), "--port-base", str(values["portBase"]),
             "--port-count", str(values["portCount"]), "--frame-count", str(values["frameCount"]),
-            "--hugepages", str(values["hugepages"]), "--xdp-mode", str(values["xdpMode"])]
+            "--hugepages", str(values["hugepages"]), "--xdp-mode", str(values["xdpMode"]),
+            "--family", str(values["family"])]
     agent = values["agent"]
     if agent["enabled"]:
         opts += ["--agent-socket", f"{AGENT_DIR}/agent.sock"]

@@ -67,6 +67,8 @@ so each goes through int64; every argument is quoted, since a command line is st
 {{- end }}
 - --xdp-mode
 - {{ .Values.xdpMode | quote }}
+- --family
+- {{ .Values.family | quote }}
 {{- end -}}
 
 {{/* run's options for the node agent: its socket in the /run/harp mount, or none. */}}
