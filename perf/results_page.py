@@ -539,7 +539,54 @@ def renew_gpu(page):
         f.write(text)
 
 
-def write_page(path, run_dir, recs, cfg, notes):
+def load_run(run_dir):
+    """(records, config, notes) of a perf/run directory; dies when it holds no run."""
+    recs = C.load_jsonl(os.path.join(run_dir, "results.jsonl"))
+    cfg_path = os.path.join(run_dir, "config.json")
+    if not recs or not os.path.exists(cfg_path):
+        die("%s holds no run (results.jsonl and config.json)" % run_dir)
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    return recs, cfg, C.load_jsonl(os.path.join(run_dir, "notes.jsonl"))
+
+
+def ipv6_section(recs, cfg, run6):
+    """The veth pair's and the hashed hop's cases over IPv4 (this run) beside the same cases
+    over IPv6 (run6, a perf/run --family 6 of the same sitting), for harp and the first peer."""
+    recs6, cfg6, _ = run6
+    if cfg6.get("family") != "ipv6":
+        die("the IPv6 run's config says family %s, not ipv6" % cfg6.get("family"))
+    titles = [t for _, t in impls(cfg)]
+    peer = titles[1] if len(titles) > 1 else None
+    def case(r):  # a row's case, without what the kernel's figure came from (none over IPv6)
+        return re.sub(r" \(kernel TCP: [^)]*\)", "", r.what)
+
+    rows4 = veth_rows(recs, cfg) + hop_rows(recs, cfg)
+    rows6 = {case(r): r for r in veth_rows(recs6, cfg6) + hop_rows(recs6, cfg6)}
+    head = ["case", "harp, IPv4", "harp, IPv6", "IPv6 / IPv4"]
+    if peer:
+        head += ["%s, IPv4" % peer, "%s, IPv6" % peer]
+    head.append("better")
+    lines = []
+    for r in rows4:
+        r6 = rows6.get(case(r))
+        if not r6 or r.values[0] is None or r6.values[0] is None:
+            continue
+        cells = [case(r), num(r.values[0]), num(r6.values[0]),
+                 C.fmt(C.ratio(r6.values[0], r.values[0]))]
+        if peer:
+            cells += [num(r.values[1]), num(r6.values[1])]
+        lines.append(cells + [r.better])
+    if not lines:
+        return ""
+    return "## Over IPv6\n\n%s\n%s" % (para(
+        "The same cases on links with IPv6 addresses only, measured right after this run "
+        "(`%s`): 20 bytes more of IP header in every packet, a UDP checksum in every one. "
+        "Kernel TCP and raw AF_XDP are left out here (sockperf 3.7 and `harp-perf raw` send "
+        "IPv4 only)." % cfg6.get("command", "perf/run --family 6")), C.md_table(head, lines))
+
+
+def write_page(path, run_dir, recs, cfg, notes, run6=None):
     plot_dir = os.path.join(os.path.dirname(path), "plots")
     plots, plot_err = draw(run_dir, plot_dir, recs, cfg)
     titles = [t for _, t in impls(cfg)]
@@ -587,6 +634,8 @@ def write_page(path, run_dir, recs, cfg, notes):
         if rows:
             out.append("## %s\n\n%s\n%s" % (title, para(about), table(rows, cfg, with_kernel)))
     out.append(floor_section(veth_rows(recs, cfg), cfg))
+    if run6:
+        out.append(ipv6_section(recs, cfg, run6))
     missing = [m for m in str(cfg.get("peers_missing") or "").split("|") if m]
     if missing:
         out.append("Peers asked for that could not run:\n\n" +
@@ -677,6 +726,8 @@ def main():
     p.add_argument("dir")
     p.add_argument("file")
     p.add_argument("--readme")
+    p.add_argument("--ipv6", help="a perf/run --family 6 directory: its cases beside this "
+                   "run's, in a section of their own")
     p = sub.add_parser("gpu", help="renew the page's GPU section from perf/gpu/")
     p.add_argument("file")
     p = sub.add_parser("check", help="README's headline is the page's; its plots exist")
@@ -688,14 +739,9 @@ def main():
     if args.cmd == "gpu":
         renew_gpu(args.file)
         return
-    recs = C.load_jsonl(os.path.join(args.dir, "results.jsonl"))
-    cfg_path = os.path.join(args.dir, "config.json")
-    if not recs or not os.path.exists(cfg_path):
-        die("%s holds no run (results.jsonl and config.json)" % args.dir)
-    with open(cfg_path) as f:
-        cfg = json.load(f)
-    notes = C.load_jsonl(os.path.join(args.dir, "notes.jsonl"))
-    plot_err = write_page(args.file, args.dir, recs, cfg, notes)
+    recs, cfg, notes = load_run(args.dir)
+    run6 = load_run(args.ipv6) if args.ipv6 else None
+    plot_err = write_page(args.file, args.dir, recs, cfg, notes, run6)
     if args.readme:
         renew_readme(args.readme, recs, cfg, args.file)
     if plot_err:
