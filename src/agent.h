@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 3, and its client.
+ * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 4, and its client.
  *
  * harp-agent runs beside harp-attach on a prepared node and serves a Unix socket of type
  * SOCK_SEQPACKET: one message per packet, each a struct harp_agent_msg in both directions,
@@ -25,8 +25,9 @@
 #define HARP_AGENT_MAGIC 0x68617270u /* "harp" */
 /* 2: seq, a request's number echoed in its answer (a late answer to an abandoned request was
  * read as the next one's). 3: FORGET is not answered (answers nobody read piled up in the
- * agent's send buffer until the agent dropped the client, and its queues with it). */
-#define HARP_AGENT_VERSION 3
+ * agent's send buffer until the agent dropped the client, and its queues with it). 4: COUNTERS
+ * carries six counters (HARP_XDP_REFUSED), so every message is 8 bytes longer. */
+#define HARP_AGENT_VERSION 4
 #define HARP_AGENT_TEXT 196
 
 enum harp_agent_op {
@@ -62,7 +63,7 @@ struct harp_agent_msg {
 	char text[HARP_AGENT_TEXT]; /* NUL-terminated */
 	uint32_t seq;		    /* requests: their number; answers: the request's, echoed */
 };
-_Static_assert(sizeof(struct harp_agent_msg) == 328, "harp_agent_msg is the protocol: keep it");
+_Static_assert(sizeof(struct harp_agent_msg) == 336, "harp_agent_msg is the protocol: keep it");
 
 /* A request of op, everything else zero. */
 void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op);
