@@ -69,6 +69,9 @@ _Static_assert(sizeof(struct harp_agent_msg) == 336, "harp_agent_msg is the prot
 void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op);
 /* Sends m on fd, with pass_fd as SCM_RIGHTS unless it is negative. 0 or -errno. */
 int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd);
+/* The same with only the first len bytes of m (at most a message): an answer in the size of an
+ * older version's message, whose header is ours, so that its client can read the refusal. */
+int agent_send_bytes(int fd, const struct harp_agent_msg *m, size_t len, int pass_fd);
 /*
  * Receives one message into m; *got_fd (if not NULL) gets a descriptor that came with it, or -1
  * (more than one is refused: they are closed and -EBADMSG returned). Returns 0 with the bytes
