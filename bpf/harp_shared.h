@@ -13,7 +13,9 @@ enum harp_xdp_counter {
 	HARP_XDP_NO_SOCKET = 2, /* harp UDP packet, but no socket bound on this rx queue */
 	HARP_XDP_PROBES = 3,	/* harp probes seen (steered or not); their queue is recorded */
 	HARP_XDP_PROBE_NO_SOCKET = 4, /* of those, arrived on a queue with no socket: dropped */
-	HARP_XDP_COUNTER_MAX = 5,
+	HARP_XDP_REFUSED = 5,	      /* UDP to harp's ports in a shape harp never sends (IPv6
+				       * with extension headers): dropped */
+	HARP_XDP_COUNTER_MAX = 6,
 };
 
 /*
@@ -41,6 +43,12 @@ struct harp_xdp_probe_key {
 	__u32 conn_id;
 	__u32 zero;
 };
+
+/*
+ * IPv6 extension headers (Hop-by-Hop, Routing, Fragment, Destination Options) the program steps
+ * over, at most, to find the UDP header behind them; a longer chain goes to the kernel.
+ */
+#define HARP_XDP_IPV6_EXT_MAX 8
 
 /* Largest rx queue index the XSKMAP holds. */
 #define HARP_XDP_MAX_QUEUES 64

@@ -5,6 +5,15 @@
  * socket bound to the frame's rx queue. Anything it does not fully understand goes to the kernel:
  * the program must never cost the node its SSH, kubelet or DNS traffic.
  *
+ * One exception to "not understood: to the kernel": an IPv6 packet whose extension headers
+ * (Hop-by-Hop, Routing, Fragment, Destination Options; at most HARP_XDP_IPV6_EXT_MAX of them) end
+ * in a UDP header aimed at harp's port range is dropped and counted as refused. harp never sends
+ * extension headers, and the kernel has no socket on those ports to give such a packet to. A
+ * first fragment of such a packet is refused the same way (its UDP header is there); a later
+ * fragment has none and goes to the kernel, as does a chain the walk cannot follow to its end
+ * (AH, ESP, any other header, a chain longer than the limit or cut by the end of the buffer).
+ * IPv4 with options or fragmented goes to the kernel.
+ *
  * Settings live in the harp_config map (struct harp_xdp_config), written after load by whoever
  * loaded the program: the library (steer.c) or harp-attach. A map rather than read-only data, so
  * that a program loaded by xdp-loader, which cannot set rodata, can be configured after the fact.
@@ -32,6 +41,14 @@
 struct vlan_hdr_min {
 	__be16 tci;
 	__be16 encapsulated_proto;
+};
+
+/* The IPv6 Fragment header (RFC 8200, 4.5): 8 bytes whatever its second byte says. */
+struct ipv6_frag_min {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off; /* offset in 8-byte units (13 bits), 2 reserved bits, M (more follow) */
+	__be32 identification;
 };
 
 struct {
@@ -106,17 +123,75 @@ static __always_inline struct udphdr *udp_of_ipv4(void *l3, void *end)
 	return (struct udphdr *)(ip + 1);
 }
 
-static __always_inline struct udphdr *udp_of_ipv6(void *l3, void *end)
+/* The extension headers the walk steps over; AH and ESP are not among them. */
+static __always_inline int ipv6_is_ext(__u8 nexthdr)
+{
+	return nexthdr == IPPROTO_HOPOPTS || nexthdr == IPPROTO_ROUTING ||
+	       nexthdr == IPPROTO_FRAGMENT || nexthdr == IPPROTO_DSTOPTS;
+}
+
+/*
+ * Steps over the chain of extension headers that starts at *hdr with kind *nexthdr, leaving both
+ * at the first header that is not one. 0 once there; -1 when the walk stops short: a header cut
+ * by the end of the first buffer, a chain longer than HARP_XDP_IPV6_EXT_MAX, or a fragment past
+ * the first (the L4 header is in the first fragment alone).
+ */
+static __always_inline int ipv6_skip_ext(void **hdr, __u8 *nexthdr, void *end)
+{
+	void *h = *hdr;
+	__u8 next = *nexthdr;
+	int i;
+
+	for (i = 0; i < HARP_XDP_IPV6_EXT_MAX && ipv6_is_ext(next); i++) {
+		struct ipv6_opt_hdr *opt = h;
+
+		if (next == IPPROTO_FRAGMENT) {
+			struct ipv6_frag_min *frag = h;
+
+			if ((void *)(frag + 1) > end || (frag->frag_off & bpf_htons(0xfff8))) {
+				return -1; /* truncated, or a later fragment: no UDP header in it */
+			}
+			next = frag->nexthdr;
+			h = frag + 1;
+			continue;
+		}
+		if ((void *)(opt + 1) > end) {
+			return -1; /* truncated */
+		}
+		next = opt->nexthdr;
+		h += ((__u32)opt->hdrlen + 1) * 8; /* hdrlen counts 8-byte units past the first */
+	}
+	if (ipv6_is_ext(next)) {
+		return -1; /* a longer chain than any sender has reason for */
+	}
+	*hdr = h;
+	*nexthdr = next;
+	return 0;
+}
+
+/*
+ * Returns the UDP header if the L4 payload of this IPv6 packet is UDP we may inspect, else NULL;
+ * *ext says whether extension headers came before it.
+ */
+static __always_inline struct udphdr *udp_of_ipv6(void *l3, void *end, int *ext)
 {
 	struct ipv6hdr *ip6 = l3;
+	void *l4;
+	__u8 next;
 
 	if ((void *)(ip6 + 1) > end) {
 		return NULL; /* truncated IPv6 header */
 	}
-	if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP) {
-		return NULL; /* extension headers (fragments among them) go to the kernel */
+	if (ip6->version != 6) {
+		return NULL; /* the IPv6 ethertype over another version */
 	}
-	return (struct udphdr *)(ip6 + 1);
+	next = ip6->nexthdr;
+	l4 = ip6 + 1;
+	*ext = next != IPPROTO_UDP;
+	if (ipv6_skip_ext(&l4, &next, end) || next != IPPROTO_UDP) {
+		return NULL; /* TCP, ICMPv6, AH, ESP, a chain the walk could not follow, ... */
+	}
+	return l4;
 }
 
 static __always_inline int is_probe(const void *l4data, const void *end)
@@ -159,6 +234,7 @@ int harp_xdp_steer(struct xdp_md *ctx)
 	const struct harp_xdp_config *cfg;
 	__u16 proto, dport;
 	__u32 queue = ctx->rx_queue_index, zero = 0;
+	int ext = 0;
 
 	if ((void *)(eth + 1) > end) {
 		return count(HARP_XDP_PASSED, XDP_PASS); /* runt frame: not ours to judge */
@@ -177,7 +253,7 @@ int harp_xdp_steer(struct xdp_md *ctx)
 	if (proto == bpf_htons(ETH_P_IP)) {
 		udp = udp_of_ipv4(l3, end);
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		udp = udp_of_ipv6(l3, end);
+		udp = udp_of_ipv6(l3, end, &ext);
 	}
 	if (!udp || (void *)(udp + 1) > end) {
 		return count(HARP_XDP_PASSED, XDP_PASS); /* ARP, ICMP, TCP, truncated UDP, ... */
@@ -186,6 +262,11 @@ int harp_xdp_steer(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&harp_config, &zero);
 	if (!cfg || !cfg->port_lo || dport < cfg->port_lo || dport > cfg->port_hi) {
 		return count(HARP_XDP_PASSED, XDP_PASS); /* someone else's UDP (DNS, VXLAN, ...) */
+	}
+	if (ext) {
+		/* harp's port behind IPv6 extension headers: not harp's packet, and no socket of
+		 * the kernel's would take it either */
+		return count(HARP_XDP_REFUSED, XDP_DROP);
 	}
 	if (is_probe(udp + 1, end)) {
 		record_probe((const struct harp_xdp_hdr_min *)(udp + 1), queue);

@@ -25,11 +25,19 @@ void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op)
 
 int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd)
 {
+	return agent_send_bytes(fd, m, sizeof(*m), pass_fd);
+}
+
+int agent_send_bytes(int fd, const struct harp_agent_msg *m, size_t len, int pass_fd)
+{
 	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
 
+	if (len > sizeof(*m)) {
+		return -EINVAL;
+	}
 	if (pass_fd >= 0) {
 		mh.msg_control = cbuf;
 		mh.msg_controllen = sizeof(cbuf);
@@ -39,7 +47,7 @@ int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd)
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
 	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*m)) {
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)len) {
 		return errno ? -errno : -EIO;
 	}
 	return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 3, and its client.
+ * The node agent's protocol (docs/OPERATIONS.md, "The node agent"), version 4, and its client.
  *
  * harp-agent runs beside harp-attach on a prepared node and serves a Unix socket of type
  * SOCK_SEQPACKET: one message per packet, each a struct harp_agent_msg in both directions,
@@ -25,8 +25,9 @@
 #define HARP_AGENT_MAGIC 0x68617270u /* "harp" */
 /* 2: seq, a request's number echoed in its answer (a late answer to an abandoned request was
  * read as the next one's). 3: FORGET is not answered (answers nobody read piled up in the
- * agent's send buffer until the agent dropped the client, and its queues with it). */
-#define HARP_AGENT_VERSION 3
+ * agent's send buffer until the agent dropped the client, and its queues with it). 4: COUNTERS
+ * carries six counters (HARP_XDP_REFUSED), so every message is 8 bytes longer. */
+#define HARP_AGENT_VERSION 4
 #define HARP_AGENT_TEXT 196
 
 enum harp_agent_op {
@@ -62,12 +63,15 @@ struct harp_agent_msg {
 	char text[HARP_AGENT_TEXT]; /* NUL-terminated */
 	uint32_t seq;		    /* requests: their number; answers: the request's, echoed */
 };
-_Static_assert(sizeof(struct harp_agent_msg) == 328, "harp_agent_msg is the protocol: keep it");
+_Static_assert(sizeof(struct harp_agent_msg) == 336, "harp_agent_msg is the protocol: keep it");
 
 /* A request of op, everything else zero. */
 void agent_msg_init(struct harp_agent_msg *m, enum harp_agent_op op);
 /* Sends m on fd, with pass_fd as SCM_RIGHTS unless it is negative. 0 or -errno. */
 int agent_send(int fd, const struct harp_agent_msg *m, int pass_fd);
+/* The same with only the first len bytes of m (at most a message): an answer in the size of an
+ * older version's message, whose header is ours, so that its client can read the refusal. */
+int agent_send_bytes(int fd, const struct harp_agent_msg *m, size_t len, int pass_fd);
 /*
  * Receives one message into m; *got_fd (if not NULL) gets a descriptor that came with it, or -1
  * (more than one is refused: they are closed and -EBADMSG returned). Returns 0 with the bytes

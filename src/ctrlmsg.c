@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The control messages' checkers (ctrlmsg.h). Each copies the bytes into its struct before it
- * reads a field, so that a buffer of any alignment will do, and reads nothing before it knows
- * the length is right.
+ * reads a field, so that a buffer of any alignment will do, and reads no field the bytes do not
+ * cover (the node agent's header is read from a message of any length, to name its version).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -216,18 +217,18 @@ int ctrlmsg_chan_check(const void *bytes, size_t len, struct ctrlmsg_chan *out, 
 
 int ctrlmsg_agent_check(const void *bytes, size_t len, char *why, size_t whylen)
 {
-	struct harp_agent_msg m;
+	const size_t head = offsetof(struct harp_agent_msg, status);
+	struct harp_agent_msg m = { 0 };
 
-	if (len != sizeof(m)) {
-		snprintf(why, whylen, "a message of %zu bytes, not %zu", len, sizeof(m));
-		return -EBADMSG;
-	}
-	memcpy(&m, bytes, sizeof(m));
-	if (m.magic != HARP_AGENT_MAGIC) {
-		snprintf(why, whylen, "not a harp agent message (magic 0x%08x)", m.magic);
-	} else if (m.version != HARP_AGENT_VERSION) {
+	memcpy(&m, bytes, len < sizeof(m) ? len : sizeof(m));
+	if (len >= head && m.magic == HARP_AGENT_MAGIC && m.version != HARP_AGENT_VERSION) {
+		/* every version begins with magic and version, whatever its size: name it */
 		snprintf(why, whylen, "protocol version %u, and this side speaks %u", m.version,
 			 HARP_AGENT_VERSION);
+	} else if (len != sizeof(m)) {
+		snprintf(why, whylen, "a message of %zu bytes, not %zu", len, sizeof(m));
+	} else if (m.magic != HARP_AGENT_MAGIC) {
+		snprintf(why, whylen, "not a harp agent message (magic 0x%08x)", m.magic);
 	} else if (!m.op || m.op >= HARP_AGENT_OP_END) {
 		snprintf(why, whylen, "unknown op %u", m.op);
 	} else if (!memchr(m.ifname, '\0', sizeof(m.ifname)) ||

@@ -837,8 +837,8 @@ int steer_counters(struct steer *s, struct harp_queue_stats *st)
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t vals[512];
 	uint64_t *sums[HARP_XDP_COUNTER_MAX] = {
-		&st->xdp_steered, &st->xdp_passed,	 &st->xdp_no_socket,
-		&st->xdp_probes,  &st->xdp_probe_no_socket,
+		&st->xdp_steered, &st->xdp_passed,	    &st->xdp_no_socket,
+		&st->xdp_probes,  &st->xdp_probe_no_socket, &st->xdp_refused,
 	};
 	struct harp_agent_msg req, resp;
 	uint32_t key;
@@ -861,7 +861,7 @@ int steer_counters(struct steer *s, struct harp_queue_stats *st)
 	for (key = 0; key < HARP_XDP_COUNTER_MAX; key++) {
 		if (bpf_map_lookup_elem(s->counters_fd, &key, vals)) {
 			if (errno == ENOENT && key >= HARP_XDP_PROBES) {
-				continue; /* a program pinned before probes existed */
+				continue; /* a program pinned before the counter existed */
 			}
 			return -errno;
 		}

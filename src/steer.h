@@ -61,7 +61,10 @@ void steer_check_attached(struct steer *s, char *buf, size_t len);
  */
 int steer_enter(struct steer *s, int queue, int fd);
 int steer_leave(struct steer *s, int queue);
-/* Sums the per-CPU counters into st's xdp_steered/passed/no_socket/probes. */
+/*
+ * Sums the per-CPU counters into st's xdp_steered, passed, no_socket, probes, probe_no_socket and
+ * refused (0 where a pinned program older than the counter has none).
+ */
 int steer_counters(struct steer *s, struct harp_queue_stats *st);
 /*
  * The rx queues (bit q: queue q) on which the XDP program saw probes naming this connection (id

@@ -93,6 +93,7 @@ struct client {
 	/* an answer its socket had no room for (the client reads slowly): sent first, and its
 	 * requests wait meanwhile, so a slow reader holds up itself alone and is never dropped */
 	struct harp_agent_msg answer;
+	size_t answer_len; /* its bytes: a message's, or an older version's fewer (answer_size) */
 	bool answer_waits;
 	unsigned bad_msgs; /* bad messages it sent while holding queues */
 };
@@ -1039,13 +1040,14 @@ static void drop_silent(void)
  * The answer resp to client i, or held until its socket has room: a client that reads its
  * answers slowly is back-pressure, not a failure. False when the client went (dropped).
  */
-static bool answer(int i, const struct harp_agent_msg *resp)
+static bool answer(int i, const struct harp_agent_msg *resp, size_t len)
 {
 	struct client *c = &A.clients[i];
-	int err = agent_send(c->fd, resp, -1);
+	int err = agent_send_bytes(c->fd, resp, len, -1);
 
 	if (err == -EAGAIN || err == -ENOBUFS) {
 		c->answer = *resp;
+		c->answer_len = len;
 		c->answer_waits = true;
 		return true;
 	}
@@ -1059,17 +1061,32 @@ static bool answer(int i, const struct harp_agent_msg *resp)
 }
 
 /*
+ * The size of the answer to the got bytes of req: a message's, but a client of an older version
+ * whose message is shorter gets as many bytes as it sent. Every version begins with our header,
+ * so it reads there that its version is refused; a message of our size it would take for too
+ * long, and refuse unread.
+ */
+static size_t answer_size(const struct harp_agent_msg *req, size_t got)
+{
+	if (got >= offsetof(struct harp_agent_msg, status) && got < sizeof(*req) &&
+	    req->magic == HARP_AGENT_MAGIC && req->version < HARP_AGENT_VERSION) {
+		return got;
+	}
+	return sizeof(*req);
+}
+
+/*
  * A bad message from client i, answered with why. A client that holds no queue goes; one that
  * holds queues stays (dropping it would take its live sockets out of the map and stop its
  * traffic): the message is refused, and said.
  */
-static void bad_msg(int i, struct harp_agent_msg *resp, const char *why)
+static void bad_msg(int i, struct harp_agent_msg *resp, size_t len, const char *why)
 {
 	struct client *c = &A.clients[i];
 	char line[256];
 
 	snprintf(line, sizeof(line), "sent a bad message (%s)", why);
-	if (!answer(i, resp)) {
+	if (!answer(i, resp, len)) {
 		return;
 	}
 	if (!c->queues) {
@@ -1098,7 +1115,7 @@ static void read_client(int i)
 		agent_msg_init(&resp, HARP_AGENT_HELLO);
 		refuse(&resp, -EBADMSG, "a message is one struct of %zu bytes with at most one "
 		       "descriptor (ENTER's); this one was longer or carried more", sizeof(req));
-		bad_msg(i, &resp, "too long, or with several descriptors");
+		bad_msg(i, &resp, sizeof(resp), "too long, or with several descriptors");
 		return;
 	}
 	if (err || !got) {
@@ -1111,12 +1128,12 @@ static void read_client(int i)
 		/* answered in our own version, so that a client of another one can say so */
 		resp.op = req.op > 0 && req.op < HARP_AGENT_OP_END && got >= 8 ? req.op : HARP_AGENT_HELLO;
 		refuse(&resp, -EBADMSG, "%s", why);
-		bad_msg(i, &resp, why);
+		bad_msg(i, &resp, answer_size(&req, got), why);
 		return;
 	}
 	resp.seq = req.seq;
 	if (serve(c, &req, fd, &resp)) {
-		(void)answer(i, &resp);
+		(void)answer(i, &resp, sizeof(resp));
 	}
 }
 
@@ -1128,7 +1145,7 @@ static void write_client(int i, short revents)
 	if (revents & (POLLHUP | POLLERR)) {
 		drop_client(i, "closed its connection");
 	} else if (revents & POLLOUT) {
-		(void)answer(i, &c->answer);
+		(void)answer(i, &c->answer, c->answer_len);
 	}
 }
 

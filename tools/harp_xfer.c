@@ -784,6 +784,7 @@ static void report(struct run *r, double secs, int rc)
 			qsum.xdp_no_socket = qs.xdp_no_socket;
 			qsum.xdp_probes = qs.xdp_probes;
 			qsum.xdp_probe_no_socket = qs.xdp_probe_no_socket;
+			qsum.xdp_refused = qs.xdp_refused;
 			qsum.rx_probes += qs.rx_probes;
 			qsum.rx_probes_pair_taken += qs.rx_probes_pair_taken;
 			qsum.rx_steer += qs.rx_steer;
@@ -841,8 +842,8 @@ static void report(struct run *r, double secs, int rc)
 	printf("xdp_rx_ring_full=%" PRIu64 "\nxdp_fill_ring_empty=%" PRIu64
 	       "\ntx_ring_full=%" PRIu64 "\n",
 	       qsum.xdp_rx_ring_full, qsum.xdp_rx_fill_ring_empty, qsum.tx_ring_full);
-	printf("xdp_steered=%" PRIu64 "\nxdp_no_socket=%" PRIu64 "\n", qsum.xdp_steered,
-	       qsum.xdp_no_socket);
+	printf("xdp_steered=%" PRIu64 "\nxdp_no_socket=%" PRIu64 "\nxdp_refused=%" PRIu64 "\n",
+	       qsum.xdp_steered, qsum.xdp_no_socket, qsum.xdp_refused);
 	printf("fill_depth=%" PRIu64 "\nfill_grows=%" PRIu64 "\nrx_kicks=%" PRIu64 "\n",
 	       qsum.fill_depth, qsum.fill_grows, qsum.rx_kicks);
 	printf("family=%s\nconns_ipv6=%d\n", info.family == AF_INET6 ? "ipv6" : "ipv4", ip6_conns);

@@ -150,6 +150,8 @@ struct harp_queue_stats {
 	uint64_t tx_kicks;   /* TX wake-ups (sendto) made: tx_packets / tx_kicks frames per kick */
 	uint64_t rx_replayed; /* HARP_AUTH: a frame with the peer's MAC whose counter was taken
 			       * already or is past the replay window: dropped */
+	uint64_t xdp_refused; /* the XDP program's count of packets to harp's ports in a shape
+			       * harp never sends (IPv6 extension headers): dropped */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 

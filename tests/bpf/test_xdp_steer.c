@@ -9,14 +9,18 @@
  *
  * How the kernel reports a redirect: a plain test run executes the program and hands back its
  * return value, but performs no redirect; XDP_REDIRECT there means bpf_redirect_map() found a
- * socket in the XSKMAP at that queue. To see a frame really arrive, one run uses
- * BPF_F_TEST_XDP_LIVE_FRAMES, where the kernel does carry out the verdict. Live runs present the
- * frame on rx queue 0 of the ingress device whatever the context says, so the live check uses a
- * socket bound to queue 0; the plain runs use queue 1 (socket bound), 2 (none bound) and 64 (past
- * the map).
+ * socket in the XSKMAP at that queue. To see frames really arrive (IPv4, IPv6, 802.1Q IPv6), or
+ * one refused not arrive, a few runs use BPF_F_TEST_XDP_LIVE_FRAMES, where the kernel does carry
+ * out the verdict. Live runs present the frame on rx queue 0 of the ingress device whatever the
+ * context says, so the live check uses a socket bound to queue 0; the plain runs use queue 1
+ * (socket bound), 2 (none bound) and 64 (past the map).
  *
- * Every run checks that exactly one counter moved, and that the frame comes back unchanged; the
- * last test checks the per-CPU sums against the tally of every verdict expected.
+ * IPv6 frames carry whatever chain of extension headers their shape lists: UDP to harp's ports
+ * behind one is refused (dropped), and whatever the program's walk cannot follow is passed.
+ *
+ * Every run checks that exactly one counter moved (a probe moves the probe counter beside its
+ * verdict's), and that the frame comes back unchanged; the last test checks the per-CPU sums
+ * against the tally of every verdict expected.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* unshare() */
@@ -270,8 +274,21 @@ struct shape {
 	uint16_t frag;	  /* IPv4 flags and fragment offset, host order */
 	uint8_t ihl;	  /* 0 means 5 */
 	uint8_t version;  /* 0 means the right one */
-	uint8_t ext_hdr;  /* IPv6: put a hop-by-hop header before the L4 header */
+	uint8_t exts;	  /* IPv6: extension headers before the L4 header, their kinds in ext */
+	uint8_t ext[HARP_XDP_IPV6_EXT_MAX + 1];
+	uint8_t ext_len;  /* Hop-by-Hop, Routing, Destination Options: hdrlen (0: 8 bytes) */
+	uint16_t frag6;	  /* IPv6 Fragment headers: offset (8-byte units) << 3 | M, host order */
+	uint8_t jumbo;	  /* IPv6: a jumbogram (payload length 0, Hop-by-Hop Jumbo option) */
 };
+
+/* Extension header kinds for shape.ext; EXTS(...) lists them. */
+#define EXT_HOP IPPROTO_HOPOPTS
+#define EXT_RT IPPROTO_ROUTING
+#define EXT_FRAG IPPROTO_FRAGMENT
+#define EXT_DST IPPROTO_DSTOPTS
+#define EXT_AH IPPROTO_AH
+#define EXT_ESP IPPROTO_ESP
+#define EXTS(...) .ext = { __VA_ARGS__ }, .exts = sizeof((uint8_t[]){ __VA_ARGS__ })
 
 struct frame {
 	uint8_t b[256];
@@ -280,6 +297,7 @@ struct frame {
 
 static void put8(struct frame *f, uint8_t v)
 {
+	assert_true(f->len < sizeof(f->b));
 	f->b[f->len++] = v;
 }
 
@@ -289,8 +307,15 @@ static void put16(struct frame *f, uint16_t v)
 	put8(f, (uint8_t)v);
 }
 
+static void put32(struct frame *f, uint32_t v)
+{
+	put16(f, (uint16_t)(v >> 16));
+	put16(f, (uint16_t)v);
+}
+
 static void put_zero(struct frame *f, uint32_t n)
 {
+	assert_true(n <= sizeof(f->b) - f->len);
 	memset(f->b + f->len, 0, n);
 	f->len += n;
 }
@@ -348,6 +373,43 @@ static void put_ip4(struct frame *f, const struct shape *s, uint8_t proto)
 	set16(f, start + 2, (uint16_t)(f->len - start));
 }
 
+/* One IPv6 extension header of kind, followed by one of kind next. */
+static void put_ip6_ext(struct frame *f, const struct shape *s, uint8_t kind, uint8_t next)
+{
+	uint32_t end = f->len + ((uint32_t)s->ext_len + 1) * 8;
+
+	switch (kind) {
+	case EXT_FRAG:
+		put8(f, next);
+		put8(f, 0);
+		put16(f, s->frag6);
+		put32(f, 0x5eed);
+		return;
+	case EXT_AH:
+		put8(f, next);
+		put8(f, 4); /* 24 bytes, in 4-byte units less 2 */
+		put16(f, 0);
+		put32(f, 0x1000); /* SPI */
+		put32(f, 1);	  /* sequence number */
+		put_zero(f, 12);  /* ICV */
+		return;
+	case EXT_ESP:
+		/* SPI and sequence number; the rest is ciphertext with no next header in the clear
+		 * (here the L4 header follows as it would before encryption) */
+		put32(f, 0x1000);
+		put32(f, 1);
+		return;
+	}
+	put8(f, next);
+	put8(f, s->ext_len);
+	if (kind == EXT_HOP && s->jumbo) {
+		put8(f, 0xc2); /* Jumbo Payload */
+		put8(f, 4);
+		put32(f, 65536 + 4096); /* a jumbogram's length: the program reads no lengths */
+	}
+	put_zero(f, end - f->len); /* Pad1 options, or a routing header of type 0, all read as 0 */
+}
+
 static void put_ip6(struct frame *f, const struct shape *s, uint8_t proto)
 {
 	uint32_t start = f->len, i;
@@ -355,20 +417,18 @@ static void put_ip6(struct frame *f, const struct shape *s, uint8_t proto)
 	put8(f, (uint8_t)((s->version ? s->version : 6) << 4));
 	put_zero(f, 3);
 	put16(f, 0); /* payload length, below */
-	put8(f, s->ext_hdr ? 0 /* hop-by-hop */ : proto);
+	put8(f, s->exts ? s->ext[0] : proto);
 	put8(f, 64);
 	for (i = 0; i < 2; i++) {
 		put16(f, 0xfd00);
 		put_zero(f, 13);
 		put8(f, (uint8_t)(i + 1));
 	}
-	if (s->ext_hdr) {
-		put8(f, proto);
-		put8(f, 0); /* 8 bytes long */
-		put_zero(f, 6);
+	for (i = 0; i < s->exts; i++) {
+		put_ip6_ext(f, s, s->ext[i], i + 1 < s->exts ? s->ext[i + 1] : proto);
 	}
 	put_l4(f, proto, s->dport);
-	set16(f, start + 4, (uint16_t)(f->len - start - 40));
+	set16(f, start + 4, s->jumbo ? 0 : (uint16_t)(f->len - start - 40));
 }
 
 static void put_arp(struct frame *f)
@@ -501,8 +561,18 @@ struct steer_case {
 #define STEERED XDP_REDIRECT, HARP_XDP_STEERED
 #define PASSED XDP_PASS, HARP_XDP_PASSED
 #define NO_SOCKET XDP_PASS, HARP_XDP_NO_SOCKET
+#define REFUSED XDP_DROP, HARP_XDP_REFUSED
 #define IP4_UDP(port) { .l3 = L3_IP4, .dport = (port) }
 #define IP6_UDP(port) { .l3 = L3_IP6, .dport = (port) }
+/* UDP to port behind the IPv6 extension headers listed */
+#define IP6_EXT_UDP(port, ...) { .l3 = L3_IP6, .dport = (port), EXTS(__VA_ARGS__) }
+/* Chains as long as the program walks, and one longer */
+#define DST4 EXT_DST, EXT_DST, EXT_DST, EXT_DST
+_Static_assert(HARP_XDP_IPV6_EXT_MAX == 8, "the chains below are 8 and 9 headers long");
+#define DST8 DST4, DST4
+#define DST9 DST4, DST4, EXT_DST
+/* Where the first extension header starts in an untagged frame */
+#define OFF_EXT OFF_L4_6
 
 static const struct steer_case cases[] = {
 	/* harp's own traffic, on a queue with a socket */
@@ -513,7 +583,9 @@ static const struct steer_case cases[] = {
 	  STEERED },
 	{ "IPv4 UDP, bare UDP header", IP4_UDP(PORT_LO), OFF_L4_4 + 8, 0, Q_SOCKET, STEERED },
 	{ "IPv6 UDP", IP6_UDP(PORT_LO + 1), 0, 0, Q_SOCKET, STEERED },
+	{ "IPv6 UDP, lowest port", IP6_UDP(PORT_LO), 0, 0, Q_SOCKET, STEERED },
 	{ "IPv6 UDP, highest port", IP6_UDP(PORT_HI), 0, 0, Q_SOCKET, STEERED },
+	{ "IPv6 UDP, bare UDP header", IP6_UDP(PORT_LO), OFF_L4_6 + 8, 0, Q_SOCKET, STEERED },
 	{ "802.1Q IPv4 UDP", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO + 2 }, 0, 0, Q_SOCKET,
 	  STEERED },
 	{ "802.1Q IPv6 UDP", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO + 3 }, 0, 0, Q_SOCKET,
@@ -525,6 +597,9 @@ static const struct steer_case cases[] = {
 	{ "802.1Q IPv4 UDP, queue without socket", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO },
 	  0, 0, Q_EMPTY, NO_SOCKET },
 	{ "IPv4 UDP, queue past the map", IP4_UDP(PORT_LO), 0, 0, Q_BEYOND, NO_SOCKET },
+	{ "802.1Q IPv6 UDP, queue without socket", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO },
+	  0, 0, Q_EMPTY, NO_SOCKET },
+	{ "IPv6 UDP, queue past the map", IP6_UDP(PORT_LO), 0, 0, Q_BEYOND, NO_SOCKET },
 
 	/* someone else's UDP */
 	{ "IPv4 UDP, one below the range", IP4_UDP(PORT_LO - 1), 0, 0, Q_SOCKET, PASSED },
@@ -534,11 +609,15 @@ static const struct steer_case cases[] = {
 	{ "IPv4 UDP, port 65535", IP4_UDP(65535), 0, 0, Q_SOCKET, PASSED },
 	{ "IPv6 UDP, one below the range", IP6_UDP(PORT_LO - 1), 0, 0, Q_SOCKET, PASSED },
 	{ "IPv6 UDP, one above the range", IP6_UDP(PORT_HI + 1), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 UDP, DNS", IP6_UDP(53), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 UDP, port 0", IP6_UDP(0), 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 UDP, port 65535", IP6_UDP(65535), 0, 0, Q_SOCKET, PASSED },
 	{ "802.1Q IPv4 UDP, VXLAN", { .vlans = 1, .l3 = L3_IP4, .dport = 4789 }, 0, 0, Q_SOCKET,
 	  PASSED },
 	{ "802.1Q IPv6 UDP, below the range", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO - 1 }, 0,
 	  0, Q_SOCKET, PASSED },
 	{ "other UDP, queue without socket", IP4_UDP(53), 0, 0, Q_EMPTY, PASSED },
+	{ "other IPv6 UDP, queue without socket", IP6_UDP(53), 0, 0, Q_EMPTY, PASSED },
 
 	/* not UDP, not IP */
 	{ "ARP", { .l3 = L3_ARP }, 0, 0, Q_SOCKET, PASSED },
@@ -548,8 +627,8 @@ static const struct steer_case cases[] = {
 	  Q_SOCKET, PASSED },
 	{ "IPv6 TCP to a harp port", { .l3 = L3_IP6, .l4 = IPPROTO_TCP, .dport = PORT_LO }, 0, 0,
 	  Q_SOCKET, PASSED },
-	{ "IPv6 hop-by-hop, then UDP to a harp port",
-	  { .l3 = L3_IP6, .dport = PORT_LO, .ext_hdr = 1 }, 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 ICMPv6", { .l3 = L3_IP6, .l4 = IPPROTO_ICMPV6 }, 0, 0, Q_SOCKET, PASSED },
+	{ "IPv6 No Next Header", { .l3 = L3_IP6, .l4 = IPPROTO_NONE }, 0, 0, Q_SOCKET, PASSED },
 	{ "unknown ethertype (LLDP)", { .l3 = L3_RAW, .raw_type = 0x88cc }, 0, 0, Q_SOCKET,
 	  PASSED },
 	{ "QinQ outer tag", { .vlans = 2, .outer = ETH_P_QINQ, .l3 = L3_IP4, .dport = PORT_LO }, 0,
@@ -582,6 +661,8 @@ static const struct steer_case cases[] = {
 	{ "truncated IPv4 behind 802.1Q", { .vlans = 1, .l3 = L3_IP4, .dport = PORT_LO },
 	  OFF_L4_4 + 4 - 1, 0, Q_SOCKET, PASSED },
 	{ "truncated IPv6", IP6_UDP(PORT_LO), OFF_L4_6 - 1, 0, Q_SOCKET, PASSED },
+	{ "truncated IPv6 behind 802.1Q", { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO },
+	  OFF_L4_6 + 4 - 1, 0, Q_SOCKET, PASSED },
 	{ "truncated UDP over IPv4", IP4_UDP(PORT_LO), OFF_L4_4 + 7, 0, Q_SOCKET, PASSED },
 	{ "truncated UDP over IPv4, ports only", IP4_UDP(PORT_LO), OFF_L4_4 + 4, 0, Q_SOCKET,
 	  PASSED },
@@ -590,21 +671,109 @@ static const struct steer_case cases[] = {
 	  OFF_L4_6 + 4 + 7, 0, Q_SOCKET, PASSED },
 };
 
-static void test_verdicts(void **state)
+/*
+ * IPv6 extension headers: harp never sends them, so UDP to its ports behind them is dropped and
+ * counted as refused, on any queue; what the walk cannot follow to a UDP header goes to the kernel.
+ */
+static const struct steer_case ext_cases[] = {
+	{ "Hop-by-Hop, then UDP to a harp port", IP6_EXT_UDP(PORT_LO, EXT_HOP), 0, 0, Q_SOCKET,
+	  REFUSED },
+	{ "Routing, then UDP to a harp port", IP6_EXT_UDP(PORT_HI, EXT_RT), 0, 0, Q_SOCKET,
+	  REFUSED },
+	{ "Destination Options, then UDP to a harp port", IP6_EXT_UDP(PORT_LO + 4, EXT_DST), 0, 0,
+	  Q_SOCKET, REFUSED },
+	{ "first fragment (M set), UDP to a harp port",
+	  { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_FRAG), .frag6 = 1 }, 0, 0, Q_SOCKET, REFUSED },
+	{ "atomic fragment (offset 0, M clear), UDP to a harp port",
+	  IP6_EXT_UDP(PORT_LO, EXT_FRAG), 0, 0, Q_SOCKET, REFUSED },
+	{ "Hop-by-Hop of 32 bytes, then UDP to a harp port",
+	  { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_HOP), .ext_len = 3 }, 0, 0, Q_SOCKET,
+	  REFUSED },
+	{ "a chain of all four kinds, then UDP to a harp port",
+	  IP6_EXT_UDP(PORT_LO, EXT_HOP, EXT_DST, EXT_RT, EXT_FRAG, EXT_DST), 0, 0, Q_SOCKET,
+	  REFUSED },
+	{ "as long a chain as the program walks", IP6_EXT_UDP(PORT_LO, DST8), 0, 0, Q_SOCKET,
+	  REFUSED },
+	{ "jumbogram (Hop-by-Hop Jumbo option), UDP to a harp port",
+	  { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_HOP), .jumbo = 1 }, 0, 0, Q_SOCKET, REFUSED },
+	{ "802.1Q, Hop-by-Hop, then UDP to a harp port",
+	  { .vlans = 1, .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_HOP) }, 0, 0, Q_SOCKET, REFUSED },
+	{ "Hop-by-Hop, UDP to a harp port, queue without socket", IP6_EXT_UDP(PORT_LO, EXT_HOP), 0,
+	  0, Q_EMPTY, REFUSED },
+	{ "Routing, UDP to a harp port, queue past the map", IP6_EXT_UDP(PORT_LO, EXT_RT), 0, 0,
+	  Q_BEYOND, REFUSED },
+	{ "Hop-by-Hop, bare UDP header", IP6_EXT_UDP(PORT_LO, EXT_HOP), OFF_EXT + 8 + 8, 0,
+	  Q_SOCKET, REFUSED },
+
+	/* not harp's port, not UDP, or a header the walk does not step over */
+	{ "Hop-by-Hop, then UDP one below the range", IP6_EXT_UDP(PORT_LO - 1, EXT_HOP), 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "Routing, then UDP one above the range", IP6_EXT_UDP(PORT_HI + 1, EXT_RT), 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "Fragment, then UDP to DNS", IP6_EXT_UDP(53, EXT_FRAG), 0, 0, Q_SOCKET, PASSED },
+	{ "Hop-by-Hop, then TCP to a harp port",
+	  { .l3 = L3_IP6, .l4 = IPPROTO_TCP, .dport = PORT_LO, EXTS(EXT_HOP) }, 0, 0, Q_SOCKET,
+	  PASSED },
+	{ "a later fragment (offset 8 bytes), which has no UDP header",
+	  { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_FRAG), .frag6 = 1 << 3 }, 0, 0, Q_SOCKET,
+	  PASSED },
+	{ "a later fragment, the last", { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_FRAG),
+	  .frag6 = 185 << 3 }, 0, 0, Q_SOCKET, PASSED },
+	{ "a later fragment behind Hop-by-Hop",
+	  { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_HOP, EXT_FRAG), .frag6 = 1 << 3 | 1 }, 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "AH, then UDP to a harp port", IP6_EXT_UDP(PORT_LO, EXT_AH), 0, 0, Q_SOCKET, PASSED },
+	{ "ESP", IP6_EXT_UDP(PORT_LO, EXT_ESP), 0, 0, Q_SOCKET, PASSED },
+	{ "Hop-by-Hop, AH, then UDP to a harp port", IP6_EXT_UDP(PORT_LO, EXT_HOP, EXT_AH), 0, 0,
+	  Q_SOCKET, PASSED },
+	{ "a chain one longer than the program walks", IP6_EXT_UDP(PORT_LO, DST9), 0, 0, Q_SOCKET,
+	  PASSED },
+	{ "Hop-by-Hop, then DNS, queue without socket", IP6_EXT_UDP(53, EXT_HOP), 0, 0, Q_EMPTY,
+	  PASSED },
+
+	/* cut by the end of the first buffer */
+	{ "Hop-by-Hop cut after one byte", IP6_EXT_UDP(PORT_LO, EXT_HOP), OFF_EXT + 1, 0, Q_SOCKET,
+	  PASSED },
+	{ "Fragment cut after 6 bytes", IP6_EXT_UDP(PORT_LO, EXT_FRAG), OFF_EXT + 6, 0, Q_SOCKET,
+	  PASSED },
+	{ "Hop-by-Hop of 32 bytes cut inside",
+	  { .l3 = L3_IP6, .dport = PORT_LO, EXTS(EXT_HOP), .ext_len = 3 }, OFF_EXT + 20, 0,
+	  Q_SOCKET, PASSED },
+	{ "the second header of a chain cut", IP6_EXT_UDP(PORT_LO, EXT_HOP, EXT_DST),
+	  OFF_EXT + 8 + 1, 0, Q_SOCKET, PASSED },
+	{ "UDP cut behind Hop-by-Hop", IP6_EXT_UDP(PORT_LO, EXT_HOP), OFF_EXT + 8 + 7, 0, Q_SOCKET,
+	  PASSED },
+	{ "Routing, then nothing", IP6_EXT_UDP(PORT_LO, EXT_RT), OFF_EXT + 8, 0, Q_SOCKET, PASSED },
+};
+
+static void run_table(const char *prefix, const struct steer_case *table, size_t n)
 {
+	char name[160];
 	struct frame f;
 	size_t i;
 
-	(void)state;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct steer_case *c = &cases[i];
+	for (i = 0; i < n; i++) {
+		const struct steer_case *c = &table[i];
 		uint32_t keep;
 
 		frame_build(&f, &c->s);
 		keep = c->truncate_to_zero ? 0 : c->keep > 0 ? (uint32_t)c->keep : f.len;
 		assert_true(keep <= f.len);
-		run_case(c->name, &f, keep, c->queue, c->verdict, c->counted);
+		snprintf(name, sizeof(name), "%s%s", prefix, c->name);
+		run_case(name, &f, keep, c->queue, c->verdict, c->counted);
 	}
+}
+
+static void test_verdicts(void **state)
+{
+	(void)state;
+	run_table("", cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+static void test_ipv6_ext(void **state)
+{
+	(void)state;
+	run_table("IPv6 ", ext_cases, sizeof(ext_cases) / sizeof(ext_cases[0]));
 }
 
 /* Entry 0 of harp_config: the program's port range. */
@@ -624,17 +793,24 @@ static int set_ports(uint16_t lo, uint16_t hi)
 static void test_config(void **state)
 {
 	struct shape lo = IP4_UDP(PORT_LO), past = IP4_UDP(PORT_HI + 1);
-	struct frame f;
+	struct shape ext = IP6_EXT_UDP(PORT_LO, EXT_HOP);
+	struct shape ext_past = IP6_EXT_UDP(PORT_HI + 1, EXT_HOP);
+	struct frame f, g;
 
 	(void)state;
 	assert_int_equal(set_ports(0, 0), 0);
 	frame_build(&f, &lo);
 	run_case("unconfigured, harp's first port", &f, f.len, Q_SOCKET, PASSED);
+	frame_build(&f, &ext);
+	run_case("unconfigured, IPv6 Hop-by-Hop to harp's first port", &f, f.len, Q_SOCKET, PASSED);
 	assert_int_equal(set_ports(PORT_LO, PORT_HI + 1), 0);
 	frame_build(&f, &past);
 	run_case("range grown by one port", &f, f.len, Q_SOCKET, STEERED);
+	frame_build(&g, &ext_past);
+	run_case("range grown by one port, IPv6 Hop-by-Hop to it", &g, g.len, Q_SOCKET, REFUSED);
 	assert_int_equal(set_ports(PORT_LO, PORT_HI), 0);
 	run_case("range back", &f, f.len, Q_SOCKET, PASSED);
+	run_case("range back, IPv6 Hop-by-Hop", &g, g.len, Q_SOCKET, PASSED);
 }
 
 /* Taking the socket out of the map turns harp's traffic on that queue back to the kernel. */
@@ -653,48 +829,81 @@ static void test_socket_removed(void **state)
 	run_case("socket back", &f, f.len, Q_SOCKET, STEERED);
 }
 
-/*
- * A live-frames run carries out the redirect: the frame must land, byte for byte, in the rx ring
- * of the socket bound to queue 0 (the queue live runs present frames on).
- */
-static void test_live_redirect(void **state)
+/* One live-frames run of f on queue 0, in which exactly the counter `counted` rises. */
+static void live_run(const char *name, struct frame *f, enum harp_xdp_counter counted)
 {
-	struct shape s = IP4_UDP(PORT_LO + 9);
-	struct frame f;
-	struct xdp_md md = { .ingress_ifindex = (uint32_t)env.ifindex, .rx_queue_index = Q_LIVE };
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f.b, .ctx_in = &md,
-		    .ctx_size_in = sizeof(md), .repeat = 1, .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
-	struct test_xsk *x = &env.xsk_live;
+	struct xdp_md md = { .ingress_ifindex = (uint32_t)env.ifindex, .rx_queue_index = Q_LIVE,
+			     .data_end = f->len };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f->b, .data_size_in = f->len,
+		    .ctx_in = &md, .ctx_size_in = sizeof(md), .repeat = 1,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
 	uint64_t before[HARP_XDP_COUNTER_MAX], after[HARP_XDP_COUNTER_MAX];
-	uint32_t prod, cons;
-	struct xdp_desc *d;
-	int err;
+	int err, i;
 
-	(void)state;
-	frame_build(&f, &s);
-	opts.data_size_in = f.len;
-	md.data_end = f.len;
 	counters_read(before);
 	err = bpf_prog_test_run_opts(env.prog_fd, &opts);
 	if (err) {
-		fail_msg("live run: BPF_PROG_TEST_RUN: %s", strerror(-err));
+		fail_msg("%s: live run: BPF_PROG_TEST_RUN: %s", name, strerror(-err));
 	}
 	counters_read(after);
-	assert_int_equal(after[HARP_XDP_STEERED], before[HARP_XDP_STEERED] + 1);
-	assert_int_equal(after[HARP_XDP_PASSED], before[HARP_XDP_PASSED]);
-	assert_int_equal(after[HARP_XDP_NO_SOCKET], before[HARP_XDP_NO_SOCKET]);
-	env.expect[HARP_XDP_STEERED]++;
+	for (i = 0; i < HARP_XDP_COUNTER_MAX; i++) {
+		if (after[i] != before[i] + (i == (int)counted)) {
+			fail_msg("%s: live run: counter %d went %llu -> %llu", name, i,
+				 (unsigned long long)before[i], (unsigned long long)after[i]);
+		}
+	}
+	env.expect[counted]++;
+}
 
-	/* Acquire: the descriptor is read only after the producer index that publishes it. */
-	prod = __atomic_load_n((uint32_t *)(x->rx + x->off.rx.producer), __ATOMIC_ACQUIRE);
+/* Frames waiting in the rx ring of queue 0's socket. */
+static uint32_t live_waiting(void)
+{
+	struct test_xsk *x = &env.xsk_live;
+
+	/* Acquire: what the producer index covers is read only after it. */
+	return __atomic_load_n((uint32_t *)(x->rx + x->off.rx.producer), __ATOMIC_ACQUIRE) -
+	       *(uint32_t *)(x->rx + x->off.rx.consumer);
+}
+
+/*
+ * A live-frames run carries out the redirect: the frame must land, byte for byte, in the rx ring
+ * of the socket bound to queue 0 (the queue live runs present frames on). Each one takes one of
+ * the socket's XSK_RING frames.
+ */
+static void run_live_steered(const char *name, const struct shape *s)
+{
+	struct test_xsk *x = &env.xsk_live;
+	struct xdp_desc *d;
+	struct frame f;
+	uint32_t cons;
+
+	frame_build(&f, s);
+	live_run(name, &f, HARP_XDP_STEERED);
+	assert_int_equal(live_waiting(), 1);
 	cons = *(uint32_t *)(x->rx + x->off.rx.consumer);
-	assert_int_equal(prod - cons, 1);
 	d = (struct xdp_desc *)(x->rx + x->off.rx.desc) + (cons & (XSK_RING - 1));
 	assert_int_equal(d->len, f.len);
 	assert_true(d->addr + d->len <= XSK_RING * XSK_FRAME);
 	assert_memory_equal(x->umem + d->addr, f.b, f.len);
 	/* Release: the kernel may reuse the slot only after we are done reading it. */
 	__atomic_store_n((uint32_t *)(x->rx + x->off.rx.consumer), cons + 1, __ATOMIC_RELEASE);
+}
+
+static void test_live_redirect(void **state)
+{
+	const struct shape harp4 = IP4_UDP(PORT_LO + 9), harp6 = IP6_UDP(PORT_LO + 10);
+	const struct shape vlan6 = { .vlans = 1, .l3 = L3_IP6, .dport = PORT_HI };
+	const struct shape ext6 = IP6_EXT_UDP(PORT_LO + 9, EXT_HOP);
+	struct frame f;
+
+	(void)state;
+	run_live_steered("IPv4", &harp4);
+	run_live_steered("IPv6", &harp6);
+	run_live_steered("802.1Q IPv6", &vlan6);
+	/* refused: dropped, nothing arrives */
+	frame_build(&f, &ext6);
+	live_run("IPv6 Hop-by-Hop", &f, HARP_XDP_REFUSED);
+	assert_int_equal(live_waiting(), 0);
 }
 
 /*
@@ -785,6 +994,7 @@ static void test_jumbo_attach(void **state)
 static void test_jumbo(void **state)
 {
 	const struct shape harp4 = IP4_UDP(PORT_LO + 5), harp6 = IP6_UDP(PORT_HI);
+	const struct shape hop6 = IP6_EXT_UDP(PORT_LO + 5, EXT_HOP);
 	const struct shape dns = IP4_UDP(53), tcp = { .l3 = L3_IP4, .l4 = IPPROTO_TCP, .dport = 22 };
 	const struct shape vlan_tcp = { .vlans = 1, .l3 = L3_IP4, .l4 = IPPROTO_TCP, .dport = 443 };
 
@@ -802,6 +1012,9 @@ static void test_jumbo(void **state)
 	/* and one frame's worth (3840 bytes), as without multi-buffer */
 	run_jumbo("harp IPv4, 3840 bytes over two buffers", &harp4, 3840, 3500, STEERED);
 	run_jumbo("harp IPv6, 3840 bytes over two buffers", &harp6, 3840, 1024, STEERED);
+	run_jumbo("IPv6 Hop-by-Hop to harp's port, MTU 9000", &hop6, 9014, 3500, REFUSED);
+	run_jumbo("IPv6 Hop-by-Hop, UDP header cut by the first buffer", &hop6, 9014,
+		  OFF_EXT + 8 + 4, PASSED);
 	run_jumbo("harp IPv4, one buffer", &harp4, 3840, 3840, STEERED);
 	/* a first buffer that ends inside the UDP header: the kernel's to judge, as before */
 	run_jumbo("harp IPv4, UDP header cut by the first buffer", &harp4, 3840, OFF_L4_4 + 4,
@@ -815,18 +1028,26 @@ static void run_probe(const char *name, const struct frame *f, uint32_t queue, u
 	run_counted(name, f, f->len, queue, verdict, bumped);
 }
 
-/* A harp header's first 16 bytes as the UDP payload: version, type, conn_id, token. */
-static void make_probe(struct frame *f, uint8_t version, uint8_t type, uint32_t conn_id,
-		       uint64_t token)
+/* A frame of shape s with a harp header's first 16 bytes as the UDP payload. */
+static void make_probe_as(struct frame *f, const struct shape *s, uint8_t version, uint8_t type,
+			  uint32_t conn_id, uint64_t token)
 {
-	struct shape s = IP4_UDP(PORT_LO + 3);
 	struct harp_xdp_hdr_min h = { .version = version, .type = type };
 
-	frame_build(f, &s);
+	frame_build(f, s);
 	h.conn_id = htonl(conn_id);
 	h.token = htobe64(token);
 	_Static_assert(sizeof(h) == 16, "the frame's UDP payload is 16 bytes");
 	memcpy(f->b + f->len - sizeof(h), &h, sizeof(h));
+}
+
+/* The same over IPv4: version, type, conn_id, token. */
+static void make_probe(struct frame *f, uint8_t version, uint8_t type, uint32_t conn_id,
+		       uint64_t token)
+{
+	const struct shape s = IP4_UDP(PORT_LO + 3);
+
+	make_probe_as(f, &s, version, type, conn_id, token);
 }
 
 static uint64_t probe_queues_of(uint32_t conn_id, uint64_t token)
@@ -874,6 +1095,32 @@ static void test_probes(void **state)
 	assert_int_equal(probe_queues_of(0x99, 7), 0);
 }
 
+/* IPv6 probes are recorded as IPv4 ones are; one behind an extension header is refused alone. */
+static void test_probes_ipv6(void **state)
+{
+	const uint32_t probes = 1u << HARP_XDP_PROBES, steered = 1u << HARP_XDP_STEERED;
+	const uint32_t dropped = 1u << HARP_XDP_PROBE_NO_SOCKET;
+	const struct shape plain = IP6_UDP(PORT_LO + 6), vlan = { .vlans = 1, .l3 = L3_IP6,
+								    .dport = PORT_HI };
+	const struct shape hop = IP6_EXT_UDP(PORT_LO + 6, EXT_HOP);
+	const uint64_t token = 0x0123456789abcdefull;
+	struct frame f;
+
+	(void)state;
+	make_probe_as(&f, &plain, HARP_XDP_WIRE_VERSION, HARP_XDP_PKT_PROBE, 0x600d, token);
+	run_probe("IPv6 probe, queue with socket", &f, Q_SOCKET, XDP_REDIRECT, probes | steered);
+	assert_int_equal(probe_queues_of(0x600d, token), 1ull << Q_SOCKET);
+	make_probe_as(&f, &vlan, HARP_XDP_WIRE_VERSION, HARP_XDP_PKT_PROBE, 0x600d, token);
+	run_probe("802.1Q IPv6 probe, queue without socket", &f, Q_EMPTY, XDP_DROP,
+		  probes | dropped);
+	assert_int_equal(probe_queues_of(0x600d, token), 1ull << Q_SOCKET | 1ull << Q_EMPTY);
+	make_probe_as(&f, &hop, HARP_XDP_WIRE_VERSION, HARP_XDP_PKT_PROBE, 0x0bad, token);
+	run_probe("IPv6 probe behind Hop-by-Hop", &f, Q_SOCKET, XDP_DROP, 1u << HARP_XDP_REFUSED);
+	run_probe("IPv6 probe behind Hop-by-Hop, queue without socket", &f, Q_EMPTY, XDP_DROP,
+		  1u << HARP_XDP_REFUSED);
+	assert_int_equal(probe_queues_of(0x0bad, token), 0);
+}
+
 static void test_counter_totals(void **state)
 {
 	uint64_t sums[HARP_XDP_COUNTER_MAX];
@@ -890,6 +1137,7 @@ static void test_counter_totals(void **state)
 	assert_true(env.expect[HARP_XDP_NO_SOCKET] > 0);
 	assert_true(env.expect[HARP_XDP_PROBES] > 0);
 	assert_true(env.expect[HARP_XDP_PROBE_NO_SOCKET] > 0);
+	assert_true(env.expect[HARP_XDP_REFUSED] > 0);
 }
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
@@ -1002,12 +1250,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verdicts),
+		cmocka_unit_test(test_ipv6_ext),
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_socket_removed),
 		cmocka_unit_test(test_live_redirect),
 		cmocka_unit_test(test_jumbo),
 		cmocka_unit_test(test_jumbo_attach),
 		cmocka_unit_test(test_probes),
+		cmocka_unit_test(test_probes_ipv6),
 		cmocka_unit_test(test_counter_totals),
 	};
 	int rc;

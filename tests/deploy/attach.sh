@@ -202,7 +202,8 @@ fi
 id1=$(ip -n "$ns_a" -o link show dev "$xa" | grep -o 'prog/xdp id [0-9]*')
 ha "$ns_a" status "$xa"
 want "status of an interface that is up: exit 0, program, maps, counters" 0 "program   harp_xdp_steer id [0-9]+, native mode.*"
-if ! grep -q "ports 47000-47063, made for id" <<<"$out" || ! grep -q "counters  steered 0" <<<"$out"; then
+if ! grep -q "ports 47000-47063, made for id" <<<"$out" ||
+	! grep -q "counters  steered 0,.*, refused 0 (IPv6 extension headers)" <<<"$out"; then
 	fail_case "status names the ports and counters" "$out"
 fi
 ha "$ns_a" up "$xa" --hugepages off

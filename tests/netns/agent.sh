@@ -14,9 +14,10 @@
 #                agent
 #   taken        a second process asking for a queue the first holds is refused, the holder
 #                named; once the holder is gone the queue is free again (the agent forgot it)
-#   bad_client   a client sending garbage, another speaking a newer version, one handing over a
-#                descriptor that is no AF_XDP socket, one sending a message too long and one
-#                with two descriptors get one clear answer each; the agent goes on serving
+#   bad_client   a client sending garbage, one speaking a newer version, one an older (answered
+#                in its own, shorter message size, so that it can read the refusal), one handing
+#                over a descriptor that is no AF_XDP socket, one sending a message too long and
+#                one with two descriptors get one clear answer each; the agent goes on serving
 #   hijack       a process holding queue 0 through the pinned maps; a client of the agent asks
 #                to enter its own socket, bound to queue 1, under key 0: refused, the holder
 #                named
@@ -213,9 +214,9 @@ wait "$after" 2>/dev/null || true
 nsenter --net="/run/netns/$ns_b" python3 - "$tmp/agent-b.sock" "$if_b" >"$tmp/bad.out" 2>&1 <<'PY' || report "bad_client: $(tail -n 3 "$tmp/bad.out")"
 import socket, struct, sys
 path, ifname = sys.argv[1], sys.argv[2]
-SIZE, MAGIC = 328, 0x68617270
+SIZE, MAGIC, TEXT_AT = 336, 0x68617270, 136
 
-def msg(op, version=3, ifname=b"", queue=0):
+def msg(op, version=4, ifname=b"", queue=0):
     m = bytearray(SIZE)
     struct.pack_into("<IHHiI16s", m, 0, MAGIC, version, op, 0, queue, ifname)
     return bytes(m)
@@ -232,13 +233,18 @@ def ask(data, fds=()):
 
 def answer(s):
     r = s.recv(4096)
-    status = struct.unpack_from("<i", r, 8)[0]
-    text = r[128:].split(b"\0")[0].decode()
+    magic, version, _, status = struct.unpack_from("<IHHi", r, 0)
+    if magic != MAGIC or version != 4:
+        return len(r), 0, f"answered as version {version} (magic {magic:#x})"
+    text = r[TEXT_AT:].split(b"\0")[0].decode()
     return len(r), status, text
 
 cases = []
 s = ask(b"hello agent"); cases.append(("garbage", answer(s))); s.close()
-s = ask(msg(1, version=4, ifname=ifname.encode())); cases.append(("version 4", answer(s))); s.close()
+s = ask(msg(1, version=5, ifname=ifname.encode())); cases.append(("version 5", answer(s))); s.close()
+# version 3's messages were 328 bytes: answered in as many, our header first, for it to read
+s = ask(msg(1, version=3, ifname=ifname.encode())[:328]); cases.append(("version 3", answer(s)))
+s.close()
 s = ask(msg(1, ifname=ifname.encode()) + bytes(100)); cases.append(("too long", answer(s))); s.close()
 with open("/dev/null") as f, open("/dev/zero") as g:
     s = ask(msg(1, ifname=ifname.encode()), (f.fileno(), g.fileno()))
@@ -249,14 +255,15 @@ with open("/dev/null") as f:
     s.sendmsg([msg(2, queue=1)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", f.fileno()))])
     cases.append(("not an AF_XDP socket", answer(s)))
 s.close()
-want = {"garbage": "a message of 11 bytes", "version 4": "protocol version 4",
+want = {"garbage": "a message of 11 bytes", "version 5": "protocol version 5",
+        "version 3": "protocol version 3, and this side speaks 4",
         "not an AF_XDP socket": "not an AF_XDP socket",
-        "too long": "one struct of 328 bytes", "two descriptors": "at most one descriptor"}
+        "too long": "one struct of 336 bytes", "two descriptors": "at most one descriptor"}
 bad = 0
 print("hello:", hello)
 for name, (n, status, text) in cases:
     print(f"{name}: {n} bytes, status {status}: {text}")
-    if n != SIZE or status >= 0 or want[name] not in text:
+    if n != (328 if name == "version 3" else SIZE) or status >= 0 or want[name] not in text:
         print(f"FAIL {name}"); bad = 1
 sys.exit(bad)
 PY
@@ -421,8 +428,8 @@ uid_client() {
 	setpriv --reuid="$1" --regid="$1" --clear-groups /usr/bin/python3 - "$2" "$if_b" 2>&1 <<'PY' || true
 import socket, struct, sys
 path, ifname = sys.argv[1], sys.argv[2]
-m = bytearray(328)
-struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, 1, 0, 0, ifname.encode())
+m = bytearray(336)
+struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 4, 1, 0, 0, ifname.encode())
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 try:
@@ -438,7 +445,7 @@ try:
     r = s.recv(4096)
 except ConnectionResetError:
     r = s.recv(4096)  # closed with our hello unread: reported once, ahead of the answer
-text = r[128:].split(bytes(1))[0].decode()
+text = r[136:].split(bytes(1))[0].decode()
 print(f"status {struct.unpack_from('<i', r, 8)[0]}: {text}")
 PY
 }
@@ -501,8 +508,8 @@ import os, socket, struct, sys, time
 path, ifname, ready, stop, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 held, said = [], []
 for _ in range(n):
-    m = bytearray(328)
-    struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, 1, 0, 0, ifname.encode())
+    m = bytearray(336)
+    struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 4, 1, 0, 0, ifname.encode())
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(5)
     s.connect(path)
@@ -548,7 +555,7 @@ setpriv --reuid=1000 --regid=1000 --clear-groups /usr/bin/python3 - "$tmp/agent-
 	"$tmp/u/hostile.stop" "$tmp/u/writer.ready" >"$tmp/writer.out" 2>&1 <<'PY' &
 import os, socket, sys, time
 path, stop, ready = sys.argv[1:4]
-junk, conns, deadline = bytes(328), 0, time.time() + 120
+junk, conns, deadline = bytes(336), 0, time.time() + 120
 while not os.path.exists(stop) and time.time() < deadline:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -585,8 +592,8 @@ nsenter --net="/run/netns/$ns_b" python3 - "$tmp/agent-u.sock" "$if_b" "$tmp/u/h
 import os, signal, socket, struct, sys, time
 path, ifname, stop, ready, agent = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 def msg(op, queue=0):
-    m = bytearray(328)
-    struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 3, op, 0, queue, ifname.encode())
+    m = bytearray(336)
+    struct.pack_into("<IHHiI16s", m, 0, 0x68617270, 4, op, 0, queue, ifname.encode())
     return bytes(m)
 lis = socket.socket(); lis.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 lis.bind(("127.0.0.1", 0)); lis.listen(64)

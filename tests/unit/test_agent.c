@@ -3,7 +3,8 @@
  * agent.c's client against a stand-in agent on a socketpair: a request that timed out has its
  * late answer passed over by the next request, which gets its own (the agent's answers echo the
  * request's number), and answers waiting when a request or a post goes are read first; an answer
- * that turns the client away is read even after the agent closed.
+ * that turns the client away is read even after the agent closed. A message of another version
+ * is refused by its version, whatever its size.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "agent.h"
+#include "ctrlmsg.h"
 
 /* The stand-in agent: the answer to req, value[0] = value, status as given. */
 static void answer(int fd, const struct harp_agent_msg *req, uint64_t value, int status)
@@ -167,12 +169,58 @@ static void test_turned_away_answer_read(void **state)
 	close(sv[0]);
 }
 
+/* Whether ctrlmsg_agent_check refuses the len bytes of m, and why contains want. */
+static void check_refused(const void *m, size_t len, const char *want)
+{
+	char why[128] = "";
+
+	assert_int_equal(ctrlmsg_agent_check(m, len, why, sizeof(why)), -EBADMSG);
+	if (!strstr(why, want)) {
+		fail_msg("refused for \"%s\", not \"%s\"", why, want);
+	}
+}
+
+/*
+ * Version 3's messages were 8 bytes shorter (five counters), a later one's may be longer: each
+ * side names the other's version rather than its size, so the operator knows what to upgrade.
+ */
+static void test_other_version_named(void **state)
+{
+	struct harp_agent_msg m, got;
+	int sv[2];
+
+	(void)state;
+	agent_msg_init(&m, HARP_AGENT_HELLO);
+	assert_int_equal(ctrlmsg_agent_check(&m, sizeof(m), NULL, 0), 0);
+	m.version = 3;
+	check_refused(&m, 328, "protocol version 3, and this side speaks 4");
+	check_refused(&m, sizeof(m), "protocol version 3");
+	m.version = 5;
+	check_refused(&m, 8, "protocol version 5");
+	/* too short for the header, or not ours at all: the size is what can be said */
+	check_refused(&m, 7, "a message of 7 bytes");
+	m.magic = 0;
+	check_refused(&m, 328, "a message of 328 bytes");
+
+	/* the client: an agent of version 3 answers in its own 328 bytes */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	agent_msg_init(&m, HARP_AGENT_HELLO);
+	m.version = 3;
+	m.status = -EBADMSG;
+	assert_int_equal(send(sv[1], &m, 328, 0), 328);
+	agent_msg_init(&m, HARP_AGENT_HELLO);
+	assert_int_equal(agent_call_ms(sv[0], &m, -1, &got, 1000), -EPROTO);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_late_answer_passed_over),
 		cmocka_unit_test(test_post_drains_late_answers),
 		cmocka_unit_test(test_turned_away_answer_read),
+		cmocka_unit_test(test_other_version_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * steer.c's calls to the node agent from an engine's pass never wait on it: a FORGET goes
  * without waiting for its answer, and while another request holds the connection to the agent
  * it is queued and sent by the next holder; a PROBE for the error text waits 20 ms at most. The
- * agent is a socketpair end that reads and never answers (an agent that hangs).
+ * agent is a socketpair end that reads and never answers (an agent that hangs). The XDP
+ * program's counters read through the agent land each in its own field.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -95,10 +96,58 @@ static void test_engine_calls_do_not_wait(void **state)
 	free(s);
 }
 
+/* A stand-in agent: answers one COUNTERS request with counter i = 1000 + i. */
+static void *answer_counters(void *arg)
+{
+	int fd = *(int *)arg, i;
+	struct harp_agent_msg req, resp;
+	size_t len;
+
+	if (agent_recv(fd, &req, NULL, &len) || len != sizeof(req) ||
+	    req.op != HARP_AGENT_COUNTERS) {
+		return NULL;
+	}
+	agent_msg_init(&resp, HARP_AGENT_COUNTERS);
+	resp.seq = req.seq;
+	for (i = 0; i < HARP_XDP_COUNTER_MAX; i++) {
+		resp.value[i] = 1000 + (uint64_t)i;
+	}
+	(void)agent_send(fd, &resp, -1);
+	return NULL;
+}
+
+static void test_counters_through_agent(void **state)
+{
+	struct steer *s = calloc(1, sizeof(*s));
+	struct harp_queue_stats st = { 0 };
+	pthread_t agent;
+	int sv[2];
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	s->agent_fd = sv[0];
+	pthread_mutex_init(&s->agent_lock, NULL);
+	pthread_mutex_init(&s->agent_forget_lock, NULL);
+	assert_int_equal(pthread_create(&agent, NULL, answer_counters, &sv[1]), 0);
+	assert_int_equal(steer_counters(s, &st), 0);
+	pthread_join(agent, NULL);
+	assert_int_equal(st.xdp_steered, 1000 + HARP_XDP_STEERED);
+	assert_int_equal(st.xdp_passed, 1000 + HARP_XDP_PASSED);
+	assert_int_equal(st.xdp_no_socket, 1000 + HARP_XDP_NO_SOCKET);
+	assert_int_equal(st.xdp_probes, 1000 + HARP_XDP_PROBES);
+	assert_int_equal(st.xdp_probe_no_socket, 1000 + HARP_XDP_PROBE_NO_SOCKET);
+	assert_int_equal(st.xdp_refused, 1000 + HARP_XDP_REFUSED);
+	close(sv[0]);
+	close(sv[1]);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_calls_do_not_wait),
+		cmocka_unit_test(test_counters_through_agent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
