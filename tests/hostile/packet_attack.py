@@ -5,7 +5,8 @@ floods), then sends, each kind in turn, as fast as it can for a bounded time:
 
   replay     captured frames, unchanged
   token      captured frames with the token changed (right conn_id), checksums made valid
-  ahead      captured frames with the psn moved 2^20 ahead (right token), checksums valid
+  ahead      captured frames with the psn moved 2^30 ahead (right token), checksums valid: far
+             beyond the window while the run lasts (a transfer's psns pass 2^20 within one)
   truncated  captured frames cut short at random lengths
   garbage    valid Ethernet, IPv4 and UDP to harp's ports with a random body
   flood      all of the above mixed, for FLOOD_S seconds
@@ -163,7 +164,7 @@ def main():
     def ahead(f):
         g = bytearray(f)
         psn = struct.unpack_from("!I", g, HDR + 16)[0]
-        struct.pack_into("!I", g, HDR + 16, (psn + (1 << 20)) & 0xFFFFFFFF)
+        struct.pack_into("!I", g, HDR + 16, (psn + (1 << 30)) & 0xFFFFFFFF)
         return fix_udp(bytes(g))
 
     def truncated(f):
