@@ -4,14 +4,17 @@
  * size, so ASan reports any read past the frame. Whatever the parser accepts must also satisfy
  * what its callers rely on: the body lies inside the frame and all h.len bytes of it are
  * readable, the type's length rules hold, a DATA slice lies inside its message without
- * wrapping, and the packet survives being built again from what was parsed.
+ * wrapping, the family's promises hold (IPv6: UDP right behind the fixed header, a checksum,
+ * no address wire_parse refuses), and the packet survives being built again, in its family,
+ * from what was parsed.
  *
- * The first input byte picks a mode. Even: the rest is parsed as it is. Odd: both checksums are
- * first recomputed over whatever lengths the mutated headers claim, so the fuzzer can explore
- * the length and field checks behind them instead of stopping at a checksum mismatch.
+ * The first input byte picks a mode. Even: the rest is parsed as it is. Odd: the checksums
+ * (IPv4's header checksum, and UDP's over the pseudo-header of the family the ethertype names)
+ * are first recomputed over whatever lengths the mutated headers claim, so the fuzzer can
+ * explore the length and field checks behind them instead of stopping at a checksum mismatch.
  *
  * Every frame is also cut into pieces, each in a heap buffer of its own size (a descriptor
- * chain, pieces of the first input byte's choosing), and given to wire_parse_pieces: where it
+ * chain, pieces of 110 + 15 * (first byte / 2) bytes), and given to wire_parse_pieces: where it
  * parses in place, it must say what wire_parse says of the whole, and the body it copies out of
  * the pieces must be the whole frame's body.
  */
@@ -22,7 +25,8 @@
 #include "fuzz_check.h"
 #include "wire.h"
 
-static uint8_t rebuilt[65536 + HARP_FRAME_OVERHEAD];
+/* the largest UDP payload behind IPv6's headers, the longer family's */
+static uint8_t rebuilt[65536 + HARP_ETH_HLEN + HARP_IP6_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN];
 
 static uint16_t rd16(const uint8_t *p)
 {
@@ -57,32 +61,49 @@ static uint64_t sum16(const uint8_t *p, size_t n)
 	return sum;
 }
 
-/* Rewrites the IPv4 and UDP checksums where the headers they cover lie inside the frame. */
+/*
+ * Rewrites the checksums where the headers they cover lie inside the frame: IPv4's header
+ * checksum and UDP's behind 20 bytes, or (ethertype 0x86dd) UDP's behind IPv6's 40, over the
+ * pseudo-header of its family (IPv4's two addresses at 12, IPv6's at 8, then 17 and the length).
+ */
 static void fix_checksums(uint8_t *f, size_t n)
 {
-	size_t l3 = HARP_ETH_HLEN;
+	size_t l3 = HARP_ETH_HLEN, ip_hlen = HARP_IP4_HLEN;
 	uint8_t *ip, *udp;
+	uint64_t pseudo;
 	uint16_t udp_len;
 
 	if (n >= HARP_ETH_HLEN && rd16(f + 12) == 0x8100) {
 		l3 += HARP_VLAN_HLEN;
 	}
-	if (n < l3 + HARP_IP4_HLEN) {
+	if (n >= l3 && rd16(f + l3 - 2) == 0x86dd) {
+		ip_hlen = HARP_IP6_HLEN;
+	}
+	if (n < l3 + ip_hlen) {
 		return;
 	}
 	ip = f + l3;
-	wr16(ip + 10, 0);
-	wr16(ip + 10, fold_inverted(sum16(ip, HARP_IP4_HLEN)));
-	if (n < l3 + HARP_IP4_HLEN + HARP_UDP_HLEN) {
+	if (ip_hlen == HARP_IP4_HLEN) {
+		wr16(ip + 10, 0);
+		wr16(ip + 10, fold_inverted(sum16(ip, HARP_IP4_HLEN)));
+	}
+	if (n < l3 + ip_hlen + HARP_UDP_HLEN) {
 		return;
 	}
-	udp = ip + HARP_IP4_HLEN;
+	udp = ip + ip_hlen;
 	udp_len = rd16(udp + 4);
-	if (udp_len < HARP_UDP_HLEN || l3 + HARP_IP4_HLEN + udp_len > n) {
+	if (udp_len < HARP_UDP_HLEN || l3 + ip_hlen + udp_len > n) {
 		return;
 	}
+	pseudo = ip_hlen == HARP_IP4_HLEN ? sum16(ip + 12, 8) : sum16(ip + 8, 32);
 	wr16(udp + 6, 0);
-	wr16(udp + 6, fold_inverted(sum16(ip + 12, 8) + 17 + udp_len + sum16(udp, udp_len)));
+	wr16(udp + 6, fold_inverted(pseudo + 17 + udp_len + sum16(udp, udp_len)));
+}
+
+/* Bytes of IP, UDP and harp headers in front of a record's body, in the packet's family. */
+static uint32_t headers_of(const struct wire_pkt *p)
+{
+	return (p->ip6 ? HARP_IP6_HLEN : HARP_IP4_HLEN) + HARP_UDP_HLEN + HARP_HDR_LEN;
 }
 
 static void check_rebuild(const struct wire_pkt *p)
@@ -98,9 +119,10 @@ static void check_rebuild(const struct wire_pkt *p)
 	uint32_t len;
 
 	memcpy(path.src_mac, p->src_mac, 6);
-	memcpy(rebuilt + HARP_FRAME_OVERHEAD, p->body, p->h.len);
+	memcpy(rebuilt + HARP_ETH_HLEN + headers_of(p), p->body, p->h.len);
 	len = wire_build(rebuilt, &path, &p->h, p->h.len, 0);
-	CHECK(len == HARP_FRAME_OVERHEAD + p->h.len);
+	CHECK(len == HARP_ETH_HLEN + headers_of(p) + p->h.len);
+	CHECK(rd16(rebuilt + 12) == (p->ip6 ? 0x86dd : 0x0800));
 	CHECK(wire_parse(rebuilt, len, &again) == WIRE_OK);
 	CHECK(memcmp(&again.h, &p->h, sizeof(p->h)) == 0);
 	CHECK(memcmp(again.body, p->body, p->h.len) == 0);
@@ -144,8 +166,8 @@ static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t s
 		break;
 	case HARP_PKT_PMTU: /* padded to the size it asks about; alone */
 		CHECK(p->h.msg_len <= HARP_IP_MAX && p->next_len == 0);
-		CHECK(p->h.msg_len == (uint64_t)p->h.len + 92 ||
-		      p->h.msg_len == (uint64_t)p->h.len + 92 + HARP_AUTH_TRAILER);
+		CHECK(p->h.msg_len == (uint64_t)p->h.len + headers_of(p) ||
+		      p->h.msg_len == (uint64_t)p->h.len + headers_of(p) + HARP_AUTH_TRAILER);
 		break;
 	case HARP_PKT_PMTU_ACK:
 		CHECK(p->h.len == 0 && p->next_len == 0);
@@ -166,6 +188,24 @@ static void check_record(const struct wire_pkt *p, const uint8_t *data, size_t s
 	}
 }
 
+/* What a packet of its family promises; ip is its IP header in the frame. */
+static void check_family(const struct wire_pkt *p, const uint8_t *ip)
+{
+	static const uint8_t zero[16];
+
+	if (!p->ip6) {
+		CHECK(ip[0] == 0x45 && ip[9] == 17);
+		CHECK(wire_ip_is4(&p->src_ip) && wire_ip_is4(&p->dst_ip));
+		return;
+	}
+	CHECK((ip[0] >> 4) == 6 && ip[6] == 17 && rd16(ip + 4) >= HARP_UDP_HLEN + HARP_HDR_LEN);
+	CHECK(rd16(ip + HARP_IP6_HLEN + 6) != 0); /* IPv6's UDP always carries its checksum */
+	CHECK(!memcmp(p->src_ip.b, ip + 8, 16) && !memcmp(p->dst_ip.b, ip + 24, 16));
+	CHECK(!wire_ip_is4(&p->src_ip) && !wire_ip_is4(&p->dst_ip));
+	CHECK(p->src_ip.b[0] != 0xff && p->dst_ip.b[0] != 0xff);
+	CHECK(memcmp(p->src_ip.b, zero, 16) && memcmp(p->dst_ip.b, zero, 16));
+}
+
 static void check_accepted(const uint8_t *data, size_t size)
 {
 	struct harp_hdr first;
@@ -176,11 +216,15 @@ static void check_accepted(const uint8_t *data, size_t size)
 	if (wire_parse(data, (uint32_t)size, &p) != WIRE_OK) {
 		return;
 	}
-	/* The body starts right after the harp header, behind an optional 802.1Q tag. */
+	/* The body starts right after the harp header, behind the IP header of the family the
+	 * ethertype names and an optional 802.1Q tag. */
 	CHECK(p.body >= data && p.body <= data + size);
 	body_off = (size_t)(p.body - data);
-	l3 = body_off - HARP_IP4_HLEN - HARP_UDP_HLEN - HARP_HDR_LEN;
+	CHECK(body_off >= HARP_ETH_HLEN + headers_of(&p));
+	l3 = body_off - headers_of(&p);
 	CHECK(l3 == HARP_ETH_HLEN || l3 == HARP_ETH_HLEN + HARP_VLAN_HLEN);
+	CHECK(rd16(data + l3 - 2) == (p.ip6 ? 0x86dd : 0x0800));
+	check_family(&p, data + l3);
 	first = p.h;
 	check_record(&p, data, size, &first);
 	check_rebuild(&p);

@@ -37,12 +37,18 @@ def hello_version():
 HELLO_REQ, HELLO_REFUSE = 1, 3
 EAGAIN = 11
 
-def hello(nonce, kind=HELLO_REQ, refuse_errno=0):
+def hello(s, nonce, kind=HELLO_REQ, refuse_errno=0):
     # magic "HRPC", control protocol, type, nonce, token, id, IPv4 address, UDP port, queues,
-    # MTU, refuse errno, UDP port count, auth flags (none), family 4, no IPv6 address, 4
-    # reserved bytes, no key: 96 bytes in network order
-    return struct.pack("!IHH8sQIIHHHHHBB16x4x32x", 0x48525043, hello_version(), kind, nonce, 7,
-                       99, 0x0a000001, 47000, 1, 1500, refuse_errno, 64, 0, 4)
+    # MTU, refuse errno, UDP port count, auth flags (none), family (4 or 6), IPv6 address, 4
+    # reserved bytes, no key: 96 bytes in network order. The data address is the connection s's
+    # own, in the listener's family, as harp's connector sends it.
+    me = s.getsockname()[0]
+    if family == socket.AF_INET6:
+        ipv4, fam, ipv6 = 0, 6, socket.inet_pton(socket.AF_INET6, me)
+    else:
+        ipv4, fam, ipv6 = struct.unpack("!I", socket.inet_aton(me))[0], 4, bytes(16)
+    return struct.pack("!IHH8sQIIHHHHHBB16s4x32x", 0x48525043, hello_version(), kind, nonce, 7,
+                       99, ipv4, 47000, 1, 1500, refuse_errno, 64, 0, fam, ipv6)
 
 HELLO_BYTES = 96  # a whole hello's worth, so the listener judges it rather than waits for more
 
@@ -51,16 +57,16 @@ if kind == "garbage":
     s = conn(); s.send(os.urandom(HELLO_BYTES)); held.append(s)
 elif kind == "nonce":
     wrong = bytes(b ^ 0xff for b in nonce)
-    s = conn(); s.send(hello(wrong)); held.append(s)
+    s = conn(); s.send(hello(s, wrong)); held.append(s)
 elif kind == "refuse":
     # refusals to the listener, "try again" in them: a set-up must not wait on one
     for _ in range(20):
-        s = conn(); s.send(hello(nonce, HELLO_REFUSE, EAGAIN)); held.append(s)
+        s = conn(); s.send(hello(s, nonce, HELLO_REFUSE, EAGAIN)); held.append(s)
 elif kind == "connsmax":
     # more silent connections than the listener's HARP_CONNS_MAX (listener.sh sets 4)
     held = [conn() for _ in range(20)]
 elif kind == "partial":
-    s = conn(); s.send(hello(nonce)[:10]); held.append(s)
+    s = conn(); s.send(hello(s, nonce)[:10]); held.append(s)
 elif kind == "slowloris":
     held = [conn() for _ in range(300)]
 elif kind == "oversized":

@@ -18,7 +18,11 @@
 #   connsmax     20 silent connections against HARP_CONNS_MAX=4: set-ups that have not said
 #                hello count for nothing (accept failed: "this process has 4 harp connections")
 #
-#   listener.sh
+#   listener.sh [--family 4|6]     (4 by default)
+#
+# With --family 6 the link has IPv6 addresses only (lib.sh topo_family 6): the listener's handle
+# names an IPv6 address, every attack connects over IPv6 (its hellos name family 6 and their own
+# IPv6 address), and each round's transfer must run over IPv6.
 #
 # $HARP_XFER is harp-xfer. Exits 0 if every round held, 1 if one did not.
 set -euo pipefail
@@ -27,6 +31,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/netns/lib.sh
 source "$here/../netns/lib.sh"
 
+if [[ ${1:-} == --family ]]; then
+	topo_family=${2:-}
+fi
+if [[ $topo_family != 4 && $topo_family != 6 ]]; then
+	echo "usage: listener.sh [--family 4|6]" >&2
+	exit 2
+fi
+want_family=$([[ $topo_family == 6 ]] && echo ipv6 || echo ipv4)
 use_xfer listener
 command -v python3 >/dev/null || { echo "listener: missing python3" >&2; exit 1; }
 
@@ -71,13 +83,16 @@ for kind in garbage nonce partial slowloris oversized reset many refuse connsmax
 	dropped=$(grep -c 'listen: dropped a connection set-up' "$d/server.err" || true)
 	echo "listener: case=$kind held=$(cat "$d/ready" 2>/dev/null || echo 0) server_rc=$rc_s" \
 		"client_rc=$rc_c client_ms=$ms drop_lines=$dropped" \
-		"$(grep -h '^verified_bytes=' "$d/server.out" || true)"
+		"$(grep -h '^verified_bytes=\|^family=' "$d/server.out" | tr '\n' ' ' || true)"
 	grep -m1 'listen: dropped' "$d/server.err" | sed 's/^/    /' || true
 	if ((rc_s || rc_c)) || ! grep -q '^result=ok' "$d/server.out" ||
 		! grep -q '^result=ok' "$d/client.out"; then
 		report "$kind: the legitimate transfer failed (server rc $rc_s, client rc $rc_c)"
 		grep -v INFO "$d/server.err" | tail -n 5 | sed 's/^/    server | /'
 		grep -v INFO "$d/client.err" | tail -n 5 | sed 's/^/    client | /'
+	elif ! grep -qx "family=$want_family" "$d/server.out" ||
+		! grep -qx "family=$want_family" "$d/client.out"; then
+		report "$kind: the transfer did not run over $want_family"
 	fi
 	# a set-up that failed was dropped and said so (partial and slowloris ones are still
 	# waiting for their hello when the transfer ends; reset ones may be gone before the

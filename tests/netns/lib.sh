@@ -9,6 +9,7 @@
 #                          (pinned: M keeps the queue a packet came in on instead)
 #   hop_impair PROFILE     impair UDP forwarded by M, both directions (see hop_impair)
 #   topo_bridge N MTU QUEUES  N ranks R0..R(N-1), each on its own veth to a bridge in M, one /24
+#                          (and, or instead, one /64)
 #   hop_fabric FLOW AGG BUCKETS PPM  a cloud-like fabric on M (see hop_fabric)
 #   topo_cleanup           removes whatever topo_* made (safe to call twice, or with nothing made)
 #   run_bounded SEC CMD... runs CMD, killing it after SEC seconds (exit 124 then)
@@ -17,14 +18,15 @@
 #                          it stops CMD too (never background a function with &: $! would be a
 #                          subshell, and killing that leaves CMD running)
 #
-# topo_family (set before topo_pair or topo_hop): 4 (default) gives each end an IPv4 address;
-# 6 an IPv6 one only (2001:2::/48, RFC 5180's benchmarking range, with M routing between two
-# /64s), and dual both (ip_a and ip_b then name the IPv4 ones, ip6_a and ip6_b the IPv6 ones);
-# link (topo_pair only) a link-local IPv6 address only, fe80::1 and fe80::2, and nothing else.
+# topo_family (set before topo_pair, topo_hop or topo_bridge): 4 (default) gives each end an IPv4
+# address; 6 an IPv6 one only (2001:2::/48, RFC 5180's benchmarking range, with M routing between
+# two /64s, or bridging one), and dual both (ip_a and ip_b then name the IPv4 ones, ip6_a and
+# ip6_b the IPv6 ones; after topo_bridge, ip_r and ip6_r); link (topo_pair only) a link-local
+# IPv6 address only, fe80::1 and fe80::2, and nothing else.
 #
 # After topo_*: ns_a ns_b (ns_m) name the namespaces, if_a if_b the veth ends inside A and B,
-# ip_a ip_b their addresses; after topo_bridge, the arrays ns_r if_r ip_r name rank i's. Names
-# carry this shell's PID so runs can go on side by side.
+# ip_a ip_b their addresses; after topo_bridge, the arrays ns_r if_r ip_r (ip6_r) name rank
+# i's. Names carry this shell's PID so runs can go on side by side.
 #
 # Why impairments live on M: AF_XDP transmit bypasses the sender's qdisc and XDP runs before tc on
 # the receiver, so only a forwarding hop sees every packet harp sends. M's veth ends get the same
@@ -62,7 +64,7 @@ topo_made=""
 topo_files=""
 ns_a="" ns_b="" ns_m=""
 if_a="" if_b="" if_ma="" if_mb=""
-ns_r=() if_r=() ip_r=()
+ns_r=() if_r=() ip_r=() ip6_r=()
 ip_a="" ip_b="" ip_ma="" ip_mb="" ip6_a="" ip6_b=""
 topo_net=$(($$ % 250 + 1))
 topo_family=${topo_family:-4}
@@ -489,43 +491,76 @@ hop_impair_stats() {
 	return 0
 }
 
-# topo_bridge N MTU QUEUES: ranks R0..R(N-1) (ns_r[i], if_r[i], ip_r[i] = 198.18.x.(i+1)/24),
-# each joined by its own veth pair to one bridge in M, as N hosts on one switch. M's ends get the
-# ranks' queue count (XDP on a rank's end needs its rx queues >= M's tx queues). With more than
-# one queue, each packet M forwards leaves by the queue its flow hash picks (rss_queue on M's
-# ingress, as topo_hop's hashed queues): left to itself, the bridge sent every flow to one queue,
-# and a rank's connections on its other engines never found a path.
+# topo_bridge N MTU QUEUES: ranks R0..R(N-1) (ns_r[i], if_r[i], ip_r[i]), each joined by its own
+# veth pair to one bridge in M, as N hosts on one switch. Rank i's addresses follow topo_family:
+# 198.18.x.(i+1)/24, 2001:2:x::(i+1)/64 (without duplicate address detection), or both; ip_r[i]
+# names the IPv4 one unless topo_family is 6, and ip6_r[i] the IPv6 one where there is one. M's
+# ends get the ranks' queue count (XDP on a rank's end needs its rx queues >= M's tx queues). With
+# more than one queue, each packet M forwards leaves by the queue its flow hash picks (rss_queue
+# on M's ingress, as topo_hop's hashed queues): left to itself, the bridge sent every flow to one
+# queue, and a rank's connections on its other engines never found a path.
 topo_bridge() {
-	local n=$1 mtu=$2 queues=$3 i
+	local n=$1 mtu=$2 queues=$3 i v4 v6
 	topo_need_root || return
 	if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 2 || n > 200)); then
 		topo_log "bad rank count '$n' (2..200)"
 		return 2
 	fi
 	topo_check_args "$mtu" "$queues" || return
-	topo_reap_stale
+	if [[ $topo_family == link ]]; then
+		topo_log "topo_bridge: topo_family link is for topo_pair alone"
+		return 2
+	fi
 	ns_a="" ns_b="" ns_m="${topo_prefix}m"
-	ns_r=() if_r=() ip_r=()
+	ns_r=() if_r=() ip_r=() ip6_r=()
 	topo_ns_add "$ns_m"
+	topo_bridge_plain
 	ns_exec "$ns_m" ip link add br0 mtu "$mtu" type bridge stp_state 0 forward_delay 0
 	ns_exec "$ns_m" ip link set br0 up
 	for ((i = 0; i < n; i++)); do
 		ns_r[i]="${topo_prefix}r$i"
 		if_r[i]="${topo_prefix}r$i"
-		ip_r[i]="198.18.$topo_net.$((i + 1))"
+		v4="198.18.$topo_net.$((i + 1))" v6="2001:2:$topo_net::$((i + 1))"
+		ip_r[i]=$v4
+		[[ $topo_family == 4 ]] || ip6_r[i]=$v6
+		[[ $topo_family != 6 ]] || ip_r[i]=$v6
 		topo_ns_add "${ns_r[i]}"
 		topo_veth "${ns_r[i]}" "${if_r[i]}" "$ns_m" "${topo_prefix}m$i" "$mtu" "$queues"
 		ns_exec "$ns_m" ip link set "${topo_prefix}m$i" master br0
-		ns_exec "${ns_r[i]}" ip addr add "${ip_r[i]}/24" dev "${if_r[i]}"
+		topo_addr "${ns_r[i]}" "${if_r[i]}" "$v4" "$v6"
 		if ((queues > 1)); then
 			topo_tc_queue "${topo_prefix}m$i" rss_queue
 		fi
 	done
+	topo_bridge_wait "$n" || return
+	topo_log "bridge of $n ranks in $ns_m, ${ip_r[0]}..${ip_r[n - 1]} mtu $mtu queues $queues" \
+		"(family $topo_family)"
+}
+
+# topo_bridge_plain: M's bridge forwards frames as a switch does, whatever their IP headers say.
+# Where the host has br_netfilter loaded, it checks the IP header of every frame a bridge
+# forwards, and drops or trims those it finds wrong (an IPv4 total length longer than the frame,
+# an IPv6 payload length of 0), so a malformed frame would never reach the rank it was sent to.
+topo_bridge_plain() {
+	local key
+	for key in arptables iptables ip6tables; do
+		if ns_exec "$ns_m" test -e "/proc/sys/net/bridge/bridge-nf-call-$key"; then
+			ns_exec "$ns_m" sysctl -qw "net.bridge.bridge-nf-call-$key=0"
+		fi
+	done
+}
+
+# topo_bridge_wait N: R0 and every other rank answer each other, over every family they have.
+topo_bridge_wait() {
+	local n=$1 i
 	for ((i = 1; i < n; i++)); do
 		topo_wait_ping "${ns_r[0]}" "${ip_r[i]}" || return
 		topo_wait_ping "${ns_r[i]}" "${ip_r[0]}" || return
+		if [[ $topo_family == dual ]]; then
+			topo_wait_ping "${ns_r[0]}" "${ip6_r[i]}" || return
+			topo_wait_ping "${ns_r[i]}" "${ip6_r[0]}" || return
+		fi
 	done
-	topo_log "bridge of $n ranks in $ns_m, ${ip_r[0]}..${ip_r[n - 1]} mtu $mtu queues $queues"
 }
 
 # fabric_tc DEV FLOW AGG BUCKETS: htb on M's egress DEV: BUCKETS classes 1:100.. (hex) capped at

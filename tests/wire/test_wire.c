@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * wire.c: every packet type built and parsed back, checksums recomputed here independently, and
- * every way a frame can be malformed refused with its own reason. Frames are parsed from a heap
- * copy of exactly their length, so the ASan build (unit_wire_asan) catches any read past the end.
+ * wire.c: every packet type built and parsed back over IPv4 and over IPv6, checksums recomputed
+ * here independently (each pseudo-header laid out as its RFC draws it), and every way a frame can
+ * be malformed refused with its own reason. Frames are parsed from a heap copy of exactly their
+ * length, and packets in pieces from pieces each in a heap buffer of its own size, so the ASan
+ * build (unit_wire_asan) catches any read past the end.
  *
  * A mutation that should trip one check has its checksums recomputed first, so the frame fails
  * for the reason under test and not for a checksum that the mutation broke on the way.
+ *
+ * A test that holds for both families runs twice (BOTH in main): as named over IPv4, and with
+ * "_ip6" after its name over IPv6, which its state says (ip6_of).
  */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +26,15 @@
 #include "wire.h"
 
 #define L3 HARP_ETH_HLEN
-#define HDR_AT (HARP_ETH_HLEN + HARP_IP4_HLEN + HARP_UDP_HLEN) /* harp header in a plain frame */
 
 struct frame {
 	uint8_t b[4096];
 	uint32_t len;
-	uint32_t l3; /* offset of the IPv4 header: 14, or 18 behind a VLAN tag */
+	uint32_t l3; /* offset of the IP header: 14, or 18 behind a VLAN tag */
+	bool ip6;    /* built on path6 (IPv6 headers), else on path4 */
 };
 
-static const struct wire_path path = {
+static const struct wire_path path4 = {
 	.src_mac = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 },
 	.dst_mac = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee },
 	.src_ip = { .b = { [10] = 0xff, 0xff, 10, 0, 0, 1 } }, /* 10.0.0.1, IPv4 mapped */
@@ -36,6 +42,47 @@ static const struct wire_path path = {
 	.src_port = 0x5cb7, /* 47004 */
 	.dst_port = 0x5db7, /* 47005 */
 };
+
+static const struct wire_path path6 = {
+	.src_mac = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 },
+	.dst_mac = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee },
+	.ip6 = true,
+	/* 2001:db8:0:7::1201 and ::1202 */
+	.src_ip = { .b = { 0x20, 0x01, 0x0d, 0xb8, 0, 7, [14] = 0x12, 0x01 } },
+	.dst_ip = { .b = { 0x20, 0x01, 0x0d, 0xb8, 0, 7, [14] = 0x12, 0x02 } },
+	.src_port = 0x5cb7,
+	.dst_port = 0x5db7,
+};
+
+/* The state of a test run over IPv6; a test's state is NULL over IPv4. */
+static bool over_ip6 = true;
+
+static bool ip6_of(void **state)
+{
+	return *state == &over_ip6;
+}
+
+static const struct wire_path *path_of(bool ip6)
+{
+	return ip6 ? &path6 : &path4;
+}
+
+/* Where a frame's UDP header and first harp header start, behind its IP header. */
+static uint32_t udp_off(const struct frame *f)
+{
+	return f->l3 + (f->ip6 ? HARP_IP6_HLEN : HARP_IP4_HLEN);
+}
+
+static uint32_t hdr_off(const struct frame *f)
+{
+	return udp_off(f) + HARP_UDP_HLEN;
+}
+
+/* Where the first record's body starts in an untagged frame of the family. */
+static uint32_t body_at(bool ip6)
+{
+	return HARP_ETH_HLEN + (ip6 ? HARP_IP6_HLEN : HARP_IP4_HLEN) + HARP_UDP_HLEN + HARP_HDR_LEN;
+}
 
 /* ---- independent checksums and field access -------------------------------------------------- */
 
@@ -66,6 +113,12 @@ static uint32_t rd32(const uint8_t *p)
 	return (uint32_t)rd16(p) << 16 | rd16(p + 2);
 }
 
+static void wr32(uint8_t *p, uint32_t v)
+{
+	wr16(p, (uint16_t)(v >> 16));
+	wr16(p + 2, (uint16_t)v);
+}
+
 /* Sum of big-endian 16-bit words, an odd last byte padded with zero; 64-bit so nothing is lost. */
 static uint64_t sum_words(const uint8_t *p, size_t n)
 {
@@ -87,55 +140,97 @@ static uint16_t fold(uint64_t s)
 	return (uint16_t)s;
 }
 
-static int ip_csum_ok(const struct frame *f)
-{
-	return fold(sum_words(f->b + f->l3, HARP_IP4_HLEN)) == 0xffff;
-}
-
-static uint64_t udp_sum(const struct frame *f, uint16_t udp_len)
+/*
+ * The pseudo-header the UDP checksum covers, laid out as bytes. IPv4 (RFC 768): source and
+ * destination address, a zero byte, protocol 17, the UDP length. IPv6 (RFC 8200 section 8.1):
+ * the 16-byte source and destination addresses, the UDP length in 32 bits, three zero bytes and
+ * next header 17.
+ */
+static uint64_t pseudo_sum(const struct frame *f, uint16_t udp_len)
 {
 	const uint8_t *ip = f->b + f->l3;
+	uint8_t ph[40] = { 0 };
 
-	return sum_words(ip + 12, 8) + 17 + udp_len + sum_words(ip + HARP_IP4_HLEN, udp_len);
+	if (!f->ip6) {
+		memcpy(ph, ip + 12, 8);
+		ph[9] = 17;
+		wr16(ph + 10, udp_len);
+		return sum_words(ph, 12);
+	}
+	memcpy(ph, ip + 8, 32);
+	wr32(ph + 32, udp_len);
+	ph[39] = 17;
+	return sum_words(ph, 40);
+}
+
+/* The UDP checksum's sum over a datagram of udp_len bytes at udp_at (past the IP header, or
+ * past extension headers put behind it). */
+static uint64_t udp_sum_at(const struct frame *f, uint32_t udp_at, uint16_t udp_len)
+{
+	return pseudo_sum(f, udp_len) + sum_words(f->b + udp_at, udp_len);
 }
 
 static int udp_csum_ok(const struct frame *f)
 {
-	const uint8_t *udp = f->b + f->l3 + HARP_IP4_HLEN;
+	const uint8_t *udp = f->b + udp_off(f);
 
-	return rd16(udp + 6) != 0 && fold(udp_sum(f, rd16(udp + 4))) == 0xffff;
+	return rd16(udp + 6) != 0 && fold(udp_sum_at(f, udp_off(f), rd16(udp + 4))) == 0xffff;
 }
 
-/* Recomputes both checksums after a mutation, over the lengths the headers now claim. */
-static void fix_csums(struct frame *f)
+static void fix_ip4_csum(struct frame *f)
 {
-	uint8_t *ip = f->b + f->l3, *udp = ip + HARP_IP4_HLEN;
-	uint16_t udp_len = rd16(udp + 4);
-	uint16_t c;
+	uint8_t *ip = f->b + f->l3;
 
 	wr16(ip + 10, 0);
 	wr16(ip + 10, (uint16_t)~fold(sum_words(ip, HARP_IP4_HLEN)));
-	if (f->l3 + HARP_IP4_HLEN + udp_len > f->len) {
+}
+
+/* Recomputes the checksums (IPv4's header one, and UDP's) over the lengths the headers claim. */
+static void fix_csums(struct frame *f)
+{
+	uint8_t *udp = f->b + udp_off(f);
+	uint16_t udp_len = rd16(udp + 4);
+	uint16_t c;
+
+	if (!f->ip6) {
+		fix_ip4_csum(f);
+	}
+	if (udp_off(f) + udp_len > f->len) {
 		return; /* a UDP length past the frame: the parser must refuse it before summing */
 	}
 	wr16(udp + 6, 0);
-	c = (uint16_t)~fold(udp_sum(f, udp_len));
+	c = (uint16_t)~fold(udp_sum_at(f, udp_off(f), udp_len));
 	wr16(udp + 6, c ? c : 0xffff);
+}
+
+/* Writes the lengths of a UDP datagram of udp_len bytes: IPv4's total length or IPv6's payload
+ * length, and UDP's own. */
+static void set_lengths(struct frame *f, uint16_t udp_len)
+{
+	uint8_t *ip = f->b + f->l3;
+
+	if (f->ip6) {
+		wr16(ip + 4, udp_len);
+	} else {
+		wr16(ip + 2, (uint16_t)(HARP_IP4_HLEN + udp_len));
+	}
+	wr16(f->b + udp_off(f) + 4, udp_len);
 }
 
 /* ---- building and parsing -------------------------------------------------------------------- */
 
-static void build(struct frame *f, const struct harp_hdr *h, uint32_t body_len)
+static void build(struct frame *f, bool ip6, const struct harp_hdr *h, uint32_t body_len)
 {
 	uint32_t i;
 
 	memset(f->b, 0x5a, sizeof(f->b));
 	for (i = 0; i < body_len; i++) {
-		f->b[HARP_FRAME_OVERHEAD + i] = (uint8_t)(i * 7 + 3);
+		f->b[body_at(ip6) + i] = (uint8_t)(i * 7 + 3);
 	}
-	f->len = wire_build(f->b, &path, h, body_len, 0x1234);
+	f->len = wire_build(f->b, path_of(ip6), h, body_len, 0x1234);
 	f->l3 = L3;
-	assert_int_equal(f->len, HARP_FRAME_OVERHEAD + body_len);
+	f->ip6 = ip6;
+	assert_int_equal(f->len, body_at(ip6) + body_len);
 }
 
 /* Parses a heap copy of exactly f->len bytes; on WIRE_OK checks where the body points. */
@@ -149,8 +244,9 @@ static enum wire_err parse(const struct frame *f, struct wire_pkt *out)
 	memcpy(copy, f->b, f->len);
 	e = wire_parse(copy, f->len, &p);
 	if (e == WIRE_OK) {
-		uint32_t body_off = f->l3 + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN;
+		uint32_t body_off = hdr_off(f) + HARP_HDR_LEN;
 
+		assert_int_equal(p.ip6, f->ip6);
 		assert_ptr_equal(p.body, copy + body_off);
 		assert_true(body_off + p.h.len <= f->len);
 		assert_memory_equal(p.body, f->b + body_off, p.h.len);
@@ -168,8 +264,8 @@ static void expect_err(const struct frame *f, enum wire_err want)
 	enum wire_err got = parse(f, NULL);
 
 	if (got != want) {
-		fail_msg("parse: got %s (%d), expected %s (%d)", wire_err_name(got), got,
-			 wire_err_name(want), want);
+		fail_msg("parse (%s): got %s (%d), expected %s (%d)", f->ip6 ? "IPv6" : "IPv4",
+			 wire_err_name(got), got, wire_err_name(want), want);
 	}
 }
 
@@ -222,34 +318,59 @@ static struct harp_hdr hdr_of(uint8_t type, uint16_t len)
 
 /* ---- round trips ----------------------------------------------------------------------------- */
 
-static void check_headers(const struct frame *f, uint32_t body_len, uint16_t ip_id)
+static void check_ip4_header(const uint8_t *ip, uint16_t udp_len, uint16_t ip_id)
 {
-	const uint8_t *ip = f->b + L3, *udp = ip + HARP_IP4_HLEN;
-
-	assert_memory_equal(f->b, path.dst_mac, 6);
-	assert_memory_equal(f->b + 6, path.src_mac, 6);
-	assert_int_equal(rd16(f->b + 12), 0x0800);
 	assert_int_equal(ip[0], 0x45);
 	assert_int_equal(ip[1], 0);
-	assert_int_equal(rd16(ip + 2), HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
+	assert_int_equal(rd16(ip + 2), HARP_IP4_HLEN + udp_len);
 	assert_int_equal(rd16(ip + 4), ip_id);
 	assert_int_equal(rd16(ip + 6), 0x4000); /* DF, no fragment */
 	assert_int_equal(ip[8], 64);
 	assert_int_equal(ip[9], 17);
-	assert_memory_equal(ip + 12, &path.src_ip.b[12], 4);
-	assert_memory_equal(ip + 16, &path.dst_ip.b[12], 4);
-	assert_memory_equal(udp, &path.src_port, 2);
-	assert_memory_equal(udp + 2, &path.dst_port, 2);
-	assert_int_equal(rd16(udp + 4), HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
-	assert_true(ip_csum_ok(f));
-	assert_true(udp_csum_ok(f));
+	assert_memory_equal(ip + 12, &path4.src_ip.b[12], 4);
+	assert_memory_equal(ip + 16, &path4.dst_ip.b[12], 4);
+	assert_int_equal(fold(sum_words(ip, HARP_IP4_HLEN)), 0xffff);
 	assert_int_equal(wire_ip_csum(ip, HARP_IP4_HLEN), 0);
+}
+
+/* As docs/PROTOCOL.md says a sender writes it: version 6, traffic class 0, flow label 0, payload
+ * length the UDP length, next header 17 with nothing between, hop limit 64. */
+static void check_ip6_header(const uint8_t *ip, uint16_t udp_len)
+{
+	assert_int_equal(ip[0], 0x60);
+	assert_int_equal(ip[1], 0);
+	assert_int_equal(rd16(ip + 2), 0);
+	assert_int_equal(rd16(ip + 4), udp_len);
+	assert_int_equal(ip[6], 17);
+	assert_int_equal(ip[7], 64);
+	assert_memory_equal(ip + 8, path6.src_ip.b, 16);
+	assert_memory_equal(ip + 24, path6.dst_ip.b, 16);
+}
+
+static void check_headers(const struct frame *f, uint32_t body_len, uint16_t ip_id)
+{
+	const struct wire_path *path = path_of(f->ip6);
+	const uint8_t *udp = f->b + udp_off(f);
+	uint16_t udp_len = (uint16_t)(HARP_UDP_HLEN + HARP_HDR_LEN + body_len);
+
+	assert_memory_equal(f->b, path->dst_mac, 6);
+	assert_memory_equal(f->b + 6, path->src_mac, 6);
+	assert_int_equal(rd16(f->b + 12), f->ip6 ? 0x86dd : 0x0800);
+	if (f->ip6) {
+		check_ip6_header(f->b + f->l3, udp_len);
+	} else {
+		check_ip4_header(f->b + f->l3, udp_len, ip_id);
+	}
+	assert_memory_equal(udp, &path->src_port, 2);
+	assert_memory_equal(udp + 2, &path->dst_port, 2);
+	assert_int_equal(rd16(udp + 4), udp_len);
+	assert_true(udp_csum_ok(f));
 }
 
 /* The harp header's bytes on the wire: offsets and network byte order (docs/PROTOCOL.md). */
 static void check_wire_header(const struct frame *f, const struct harp_hdr *h)
 {
-	const uint8_t *w = f->b + HDR_AT;
+	const uint8_t *w = f->b + hdr_off(f);
 
 	assert_int_equal(w[0], h->version);
 	assert_int_equal(w[1], h->type);
@@ -271,42 +392,42 @@ static void check_wire_header(const struct frame *f, const struct harp_hdr *h)
 	assert_int_equal(rd16(w + 62), h->seg);
 }
 
-static void round_trip(const struct harp_hdr *h, uint32_t body_len)
+static void round_trip(bool ip6, const struct harp_hdr *h, uint32_t body_len)
 {
+	const struct wire_path *path = path_of(ip6);
 	struct frame f;
 	struct wire_pkt p;
 
-	build(&f, h, body_len);
+	build(&f, ip6, h, body_len);
 	check_headers(&f, body_len, 0x1234);
 	check_wire_header(&f, h);
 	assert_int_equal(parse(&f, &p), WIRE_OK);
 	assert_memory_equal(&p.h, h, sizeof(*h));
-	assert_memory_equal(&p.src_ip, &path.src_ip, 16);
-	assert_memory_equal(&p.dst_ip, &path.dst_ip, 16);
-	assert_false(p.ip6);
-	assert_int_equal(p.src_port, path.src_port);
-	assert_int_equal(p.dst_port, path.dst_port);
-	assert_memory_equal(p.src_mac, path.src_mac, 6);
+	assert_memory_equal(&p.src_ip, &path->src_ip, 16);
+	assert_memory_equal(&p.dst_ip, &path->dst_ip, 16);
+	assert_int_equal(p.ip6, ip6);
+	assert_int_equal(p.src_port, path->src_port);
+	assert_int_equal(p.dst_port, path->dst_port);
+	assert_memory_equal(p.src_mac, path->src_mac, 6);
 }
 
 static void test_round_trip_data(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_data(10000, 4096, 1000);
 
-	(void)state;
-	round_trip(&h, 1000);
-	h = hdr_data(3840, 0, 3840 - HARP_FRAME_OVERHEAD); /* fills a 3840-byte frame */
-	round_trip(&h, h.len);
+	round_trip(ip6, &h, 1000);
+	h = hdr_data(3840, 0, (uint16_t)(3840 - body_at(ip6))); /* fills a 3840-byte frame */
+	round_trip(ip6, &h, h.len);
 	h = hdr_data(1, 0, 1); /* odd length: the checksum pads the last byte */
-	round_trip(&h, 1);
+	round_trip(ip6, &h, 1);
 }
 
 static void test_round_trip_zero_length_data(void **state)
 {
 	struct harp_hdr h = hdr_data(0, 0, 0);
 
-	(void)state;
-	round_trip(&h, 0);
+	round_trip(ip6_of(state), &h, 0);
 }
 
 static void test_round_trip_ack(void **state)
@@ -315,10 +436,9 @@ static void test_round_trip_ack(void **state)
 	struct harp_hdr h;
 	size_t i;
 
-	(void)state;
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		h = hdr_of(HARP_PKT_ACK, lens[i]);
-		round_trip(&h, lens[i]);
+		round_trip(ip6_of(state), &h, lens[i]);
 	}
 }
 
@@ -326,76 +446,84 @@ static void test_round_trip_cts(void **state)
 {
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 
-	(void)state;
-	round_trip(&h, 0);
+	round_trip(ip6_of(state), &h, 0);
 }
 
 static void test_round_trip_msgerr(void **state)
 {
 	struct harp_hdr h = hdr_of(HARP_PKT_MSGERR, 0);
 
-	(void)state;
-	round_trip(&h, 0);
+	round_trip(ip6_of(state), &h, 0);
 }
 
-static void harp_mutation(struct harp_hdr h, uint32_t body_len, enum wire_err want);
+static void harp_mutation(bool ip6, struct harp_hdr h, uint32_t body_len, enum wire_err want);
 
 /* A PROBE names its round and candidate in rsn and tag, and has no body. */
 static void test_round_trip_probe(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_of(HARP_PKT_PROBE, 0);
 
-	(void)state;
 	h.rsn = 7;
 	h.tag = 63;
-	round_trip(&h, 0);
-	harp_mutation(hdr_of(HARP_PKT_PROBE, 8), 8, WIRE_ERR_LEN);
+	round_trip(ip6, &h, 0);
+	harp_mutation(ip6, hdr_of(HARP_PKT_PROBE, 8), 8, WIRE_ERR_LEN);
 	/* a STEER, like a probe, has no body */
 	h = hdr_of(HARP_PKT_STEER, 0);
-	round_trip(&h, 0);
-	harp_mutation(hdr_of(HARP_PKT_STEER, 4), 4, WIRE_ERR_LEN);
+	round_trip(ip6, &h, 0);
+	harp_mutation(ip6, hdr_of(HARP_PKT_STEER, 4), 4, WIRE_ERR_LEN);
 }
 
 /*
- * A PMTU probe is padded to the IP size it asks about (msg_len; with a MAC trailer, 24 more), at
- * most HARP_IP_MAX; its answer has no body. A part of a packet cut again names 2 to
- * HARP_SEG_MAX parts and one of them, and is never unsolicited.
+ * A PMTU probe is padded to the IP size it asks about: msg_len is its body and the IP, UDP and
+ * harp headers of its family (IPv4: len + 20 + 8 + 64; IPv6: len + 40 + 8 + 64), or 24 more with
+ * a MAC trailer, at most HARP_IP_MAX; the other family's size is refused. Its answer has no body.
  */
-static void test_pmtu_and_parts(void **state)
+static void test_pmtu_probe(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_of(HARP_PKT_PMTU, 1000);
+	const uint64_t ip_size = 1000 + (ip6 ? 40 : 20) + 8 + 64;
 
-	(void)state;
-	h.msg_len = 1000 + HARP_IP4_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN;
+	h.msg_len = ip_size;
 	h.tag = 5;
-	round_trip(&h, 1000);
-	h.msg_len += HARP_AUTH_TRAILER; /* the size an authenticated connection's probe has */
-	round_trip(&h, 1000);
-	h.msg_len += 4;
-	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	round_trip(ip6, &h, 1000);
+	h.msg_len = ip_size + HARP_AUTH_TRAILER; /* the size an authenticated connection's has */
+	round_trip(ip6, &h, 1000);
+	h.msg_len = ip6 ? ip_size - 20 : ip_size + 20; /* its size over the other family */
+	harp_mutation(ip6, h, 1000, WIRE_ERR_LEN);
+	h.msg_len = ip_size + 4;
+	harp_mutation(ip6, h, 1000, WIRE_ERR_LEN);
 	h.msg_len = 1000;
-	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	harp_mutation(ip6, h, 1000, WIRE_ERR_LEN);
 	h = hdr_of(HARP_PKT_PMTU_ACK, 0);
 	h.msg_len = 9000;
-	round_trip(&h, 0);
-	harp_mutation(hdr_of(HARP_PKT_PMTU_ACK, 8), 8, WIRE_ERR_LEN);
+	round_trip(ip6, &h, 0);
+	harp_mutation(ip6, hdr_of(HARP_PKT_PMTU_ACK, 8), 8, WIRE_ERR_LEN);
+}
 
-	h = hdr_data(100000, 8192, 1000);
+/* A part of a packet cut again names 2 to HARP_SEG_MAX parts and one of them, and is never
+ * unsolicited. */
+static void test_parts(void **state)
+{
+	struct harp_hdr h = hdr_data(100000, 8192, 1000);
+
+	(void)state;
 	h.flags = HARP_DATA_F_SEG;
 	h.seg = 3 << 8 | 2;
-	round_trip(&h, 1000);
+	round_trip(false, &h, 1000);
 	h.seg = HARP_SEG_MAX << 8 | (HARP_SEG_MAX - 1);
-	round_trip(&h, 1000);
+	round_trip(false, &h, 1000);
 	h.seg = 3 << 8 | 3; /* no such part */
-	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	harp_mutation(false, h, 1000, WIRE_ERR_LEN);
 	h.seg = 1 << 8; /* one part is no cut */
-	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	harp_mutation(false, h, 1000, WIRE_ERR_LEN);
 	h.seg = (HARP_SEG_MAX + 1) << 8;
-	harp_mutation(h, 1000, WIRE_ERR_LEN);
+	harp_mutation(false, h, 1000, WIRE_ERR_LEN);
 	h = hdr_data(100, 0, 100);
 	h.flags = HARP_DATA_F_SEG | HARP_DATA_F_UNSOL;
 	h.seg = 2 << 8;
-	harp_mutation(h, 100, WIRE_ERR_LEN);
+	harp_mutation(false, h, 100, WIRE_ERR_LEN);
 }
 
 /* The reserved fields are carried, not interpreted: a receiver sees what was sent. */
@@ -403,27 +531,26 @@ static void test_reserved_fields_carried(void **state)
 {
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 
-	(void)state;
 	h.flags = 0xa55a;
 	h.seg = 0x0102;
-	round_trip(&h, 0);
+	round_trip(ip6_of(state), &h, 0);
 }
 
-/* A computed UDP checksum of 0 must travel as 0xffff (0 means "none" in IPv4). */
+/* A computed UDP checksum of 0 must travel as 0xffff (0 means "none" in IPv4, and is refused in
+ * IPv6). */
 static void test_udp_csum_zero_sent_as_ffff(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_data(2, 0, 2);
-	struct frame f;
+	struct frame f = { .l3 = L3, .ip6 = ip6 };
 	uint32_t w;
 	int found = 0;
 
-	(void)state;
 	memset(f.b, 0, sizeof(f.b));
 	for (w = 0; w <= 0xffff && !found; w++) {
-		wr16(f.b + HARP_FRAME_OVERHEAD, (uint16_t)w);
-		f.len = wire_build(f.b, &path, &h, 2, 0);
-		f.l3 = L3;
-		found = rd16(f.b + L3 + HARP_IP4_HLEN + 6) == 0xffff;
+		wr16(f.b + body_at(ip6), (uint16_t)w);
+		f.len = wire_build(f.b, path_of(ip6), &h, 2, 0);
+		found = rd16(f.b + udp_off(&f) + 6) == 0xffff;
 	}
 	assert_true(found);
 	assert_true(udp_csum_ok(&f));
@@ -483,40 +610,40 @@ static void truncate_all(struct frame *whole)
 	assert_int_equal(parse(&f, NULL), WIRE_OK);
 }
 
+/* Every cut, inside the Ethernet, IP (IPv6's 40 bytes too), UDP or harp header or the body. */
 static void test_truncated_every_length(void **state)
 {
 	const uint8_t types[] = { HARP_PKT_DATA, HARP_PKT_ACK, HARP_PKT_CTS, HARP_PKT_MSGERR,
 				  HARP_PKT_PROBE, HARP_PKT_STEER };
+	bool ip6 = ip6_of(state);
 	struct frame f;
 	struct harp_hdr h;
 	size_t i;
 
-	(void)state;
 	for (i = 0; i < sizeof(types); i++) {
 		uint16_t len = types[i] == HARP_PKT_DATA	? 300
 			       : types[i] == HARP_PKT_ACK ? 64
 							  : 0;
 
 		h = types[i] == HARP_PKT_DATA ? hdr_data(300, 0, 300) : hdr_of(types[i], len);
-		build(&f, &h, len);
+		build(&f, ip6, &h, len);
 		truncate_all(&f);
 		add_vlan(&f, 0x8100);
 		truncate_all(&f);
 	}
 	h = hdr_data(0, 0, 0);
-	build(&f, &h, 0);
+	build(&f, ip6, &h, 0);
 	truncate_all(&f);
 }
 
-/* Ethernet pads short frames: bytes after the IPv4 total length are ignored. */
+/* Ethernet pads short frames: bytes after the IP packet's length are ignored. */
 static void test_trailing_padding_accepted(void **state)
 {
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 	struct frame f;
 	struct wire_pkt p;
 
-	(void)state;
-	build(&f, &h, 0);
+	build(&f, ip6_of(state), &h, 0);
 	memset(f.b + f.len, 0, 24);
 	f.len += 24;
 	assert_int_equal(parse(&f, &p), WIRE_OK);
@@ -530,12 +657,10 @@ static void test_udp_payload_shorter_than_header(void **state)
 	struct frame f;
 	uint16_t payload;
 
-	(void)state;
 	for (payload = 0; payload < HARP_HDR_LEN; payload += 9) {
-		build(&f, &h, 0);
-		f.len = HDR_AT + payload;
-		wr16(f.b + L3 + 2, (uint16_t)(HARP_IP4_HLEN + HARP_UDP_HLEN + payload));
-		wr16(f.b + L3 + HARP_IP4_HLEN + 4, (uint16_t)(HARP_UDP_HLEN + payload));
+		build(&f, ip6_of(state), &h, 0);
+		f.len = hdr_off(&f) + payload;
+		set_lengths(&f, (uint16_t)(HARP_UDP_HLEN + payload));
 		fix_csums(&f);
 		expect_err(&f, WIRE_ERR_SHORT);
 	}
@@ -546,53 +671,55 @@ static void test_udp_payload_shorter_than_header(void **state)
 static void test_ethertype(void **state)
 {
 	const uint16_t others[] = { 0x0806, 0x88cc, 0x0000, 0xffff, 0x88a8 };
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_of(HARP_PKT_CTS, 0);
 	struct frame f;
 	size_t i;
 
-	(void)state;
 	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-		build(&f, &h, 0);
+		build(&f, ip6, &h, 0);
 		wr16(f.b + 12, others[i]);
 		expect_err(&f, WIRE_ERR_NOT_IP4);
 	}
-	/* an IPv4 packet that calls itself IPv6: its version disagrees */
-	build(&f, &h, 0);
-	wr16(f.b + 12, 0x86dd);
+	/* a packet labelled as the other family: its version disagrees */
+	build(&f, ip6, &h, 0);
+	wr16(f.b + 12, ip6 ? 0x0800 : 0x86dd);
 	expect_err(&f, WIRE_ERR_IP_HDR);
 	/* A tagged frame whose inner type is not IP; and QinQ, which harp does not parse. */
-	build(&f, &h, 0);
+	build(&f, ip6, &h, 0);
 	add_vlan(&f, 0x8100);
 	wr16(f.b + 16, 0x0806);
 	expect_err(&f, WIRE_ERR_NOT_IP4);
-	build(&f, &h, 0);
+	build(&f, ip6, &h, 0);
 	add_vlan(&f, 0x88a8);
 	expect_err(&f, WIRE_ERR_NOT_IP4);
 }
 
 static void test_vlan_accepted(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_data(5000, 1000, 777);
 	struct frame f;
 	struct wire_pkt p;
 
-	(void)state;
-	build(&f, &h, 777);
+	build(&f, ip6, &h, 777);
 	add_vlan(&f, 0x8100);
 	assert_int_equal(parse(&f, &p), WIRE_OK);
 	assert_memory_equal(&p.h, &h, sizeof(h));
-	assert_memory_equal(&p.src_ip, &path.src_ip, 16);
-	assert_memory_equal(p.src_mac, path.src_mac, 6);
+	assert_memory_equal(&p.src_ip, &path_of(ip6)->src_ip, 16);
+	assert_memory_equal(&p.dst_ip, &path_of(ip6)->dst_ip, 16);
+	assert_memory_equal(p.src_mac, path_of(ip6)->src_mac, 6);
 }
 
 /* ---- IPv4 ------------------------------------------------------------------------------------ */
 
-static void ip_mutation(uint32_t at, uint8_t value, int vlan, enum wire_err want)
+/* Byte at of the IP header set to value, in a frame of the family (behind a VLAN tag or not). */
+static void ip_mutation(bool ip6, uint32_t at, uint8_t value, int vlan, enum wire_err want)
 {
 	struct harp_hdr h = hdr_data(100, 0, 100);
 	struct frame f;
 
-	build(&f, &h, 100);
+	build(&f, ip6, &h, 100);
 	if (vlan) {
 		add_vlan(&f, 0x8100);
 	}
@@ -607,21 +734,21 @@ static void test_ip_header_fields(void **state)
 
 	(void)state;
 	for (vlan = 0; vlan < 2; vlan++) {
-		ip_mutation(0, 0x65, vlan, WIRE_ERR_IP_HDR); /* version 6 */
-		ip_mutation(0, 0x35, vlan, WIRE_ERR_IP_HDR); /* version 3 */
-		ip_mutation(0, 0x46, vlan, WIRE_ERR_IP_HDR); /* ihl 6: options */
-		ip_mutation(0, 0x4f, vlan, WIRE_ERR_IP_HDR); /* ihl 15 */
-		ip_mutation(0, 0x44, vlan, WIRE_ERR_IP_HDR); /* ihl 4: shorter than a header */
-		ip_mutation(6, 0x60, vlan, WIRE_ERR_IP_HDR); /* DF and MF */
-		ip_mutation(6, 0x20, vlan, WIRE_ERR_IP_HDR); /* MF alone */
-		ip_mutation(7, 0x01, vlan, WIRE_ERR_IP_HDR); /* fragment offset 8 bytes, DF kept */
-		ip_mutation(6, 0x5f, vlan, WIRE_ERR_IP_HDR); /* DF and offset's high bits */
-		ip_mutation(6, 0x00, vlan, WIRE_OK);	     /* DF clear: not a fragment */
-		ip_mutation(1, 0xb8, vlan, WIRE_OK);	     /* DSCP/ECN are not judged */
-		ip_mutation(8, 1, vlan, WIRE_OK);	     /* nor the TTL */
-		ip_mutation(9, 6, vlan, WIRE_ERR_NOT_UDP);   /* TCP */
-		ip_mutation(9, 1, vlan, WIRE_ERR_NOT_UDP);   /* ICMP */
-		ip_mutation(9, 0, vlan, WIRE_ERR_NOT_UDP);
+		ip_mutation(false, 0, 0x65, vlan, WIRE_ERR_IP_HDR); /* version 6 */
+		ip_mutation(false, 0, 0x35, vlan, WIRE_ERR_IP_HDR); /* version 3 */
+		ip_mutation(false, 0, 0x46, vlan, WIRE_ERR_IP_HDR); /* ihl 6: options */
+		ip_mutation(false, 0, 0x4f, vlan, WIRE_ERR_IP_HDR); /* ihl 15 */
+		ip_mutation(false, 0, 0x44, vlan, WIRE_ERR_IP_HDR); /* ihl 4: less than a header */
+		ip_mutation(false, 6, 0x60, vlan, WIRE_ERR_IP_HDR); /* DF and MF */
+		ip_mutation(false, 6, 0x20, vlan, WIRE_ERR_IP_HDR); /* MF alone */
+		ip_mutation(false, 7, 0x01, vlan, WIRE_ERR_IP_HDR); /* fragment offset 8, DF kept */
+		ip_mutation(false, 6, 0x5f, vlan, WIRE_ERR_IP_HDR); /* DF and offset's high bits */
+		ip_mutation(false, 6, 0x00, vlan, WIRE_OK);	    /* DF clear: not a fragment */
+		ip_mutation(false, 1, 0xb8, vlan, WIRE_OK);	    /* DSCP/ECN are not judged */
+		ip_mutation(false, 8, 1, vlan, WIRE_OK);	    /* nor the TTL */
+		ip_mutation(false, 9, 6, vlan, WIRE_ERR_NOT_UDP);   /* TCP */
+		ip_mutation(false, 9, 1, vlan, WIRE_ERR_NOT_UDP);   /* ICMP */
+		ip_mutation(false, 9, 0, vlan, WIRE_ERR_NOT_UDP);
 	}
 }
 
@@ -630,7 +757,7 @@ static void ip_total_length(uint16_t ip_len, enum wire_err want)
 	struct harp_hdr h = hdr_data(100, 0, 100);
 	struct frame f;
 
-	build(&f, &h, 100);
+	build(&f, false, &h, 100);
 	wr16(f.b + L3 + 2, ip_len);
 	fix_csums(&f);
 	expect_err(&f, want);
@@ -643,9 +770,9 @@ static void test_ip_total_length(void **state)
 	(void)state;
 	ip_total_length(right + 1, WIRE_ERR_SHORT); /* claims bytes that did not arrive */
 	ip_total_length(0xffff, WIRE_ERR_SHORT);
-	ip_total_length(0, WIRE_ERR_IP_HDR);			  /* less than its own header */
+	ip_total_length(0, WIRE_ERR_IP_HDR); /* less than its own header */
 	ip_total_length(HARP_IP4_HLEN - 1, WIRE_ERR_IP_HDR);
-	ip_total_length(HARP_IP4_HLEN, WIRE_ERR_SHORT);		  /* no room for UDP */
+	ip_total_length(HARP_IP4_HLEN, WIRE_ERR_SHORT); /* no room for UDP */
 	ip_total_length(HARP_IP4_HLEN + HARP_UDP_HLEN - 1, WIRE_ERR_SHORT);
 	ip_total_length(right - 1, WIRE_ERR_UDP_LEN); /* UDP still claims the full length */
 	ip_total_length(right, WIRE_OK);
@@ -659,16 +786,243 @@ static void test_ip_checksum(void **state)
 
 	(void)state;
 	for (bit = 0; bit < 16; bit++) {
-		build(&f, &h, 100);
+		build(&f, false, &h, 100);
 		f.b[L3 + 10 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		expect_err(&f, WIRE_ERR_IP_CSUM);
 	}
-	build(&f, &h, 100);
+	build(&f, false, &h, 100);
 	f.b[L3 + 13] ^= 0x10; /* source address changed, checksum not */
 	expect_err(&f, WIRE_ERR_IP_CSUM);
-	build(&f, &h, 100);
+	build(&f, false, &h, 100);
 	f.b[L3 + 8] = 63; /* TTL changed, checksum not */
 	expect_err(&f, WIRE_ERR_IP_CSUM);
+}
+
+/* ---- IPv6 ------------------------------------------------------------------------------------ */
+
+/* The fixed header's fields: version 6 only; traffic class, flow label and hop limit not judged;
+ * a next header of another protocol, or any other (an extension header, known or not). */
+static void test_ip6_header_fields(void **state)
+{
+	const uint8_t not_udp[] = { 6, 58, 59 }; /* TCP, ICMPv6, no next header */
+	/* Hop-by-Hop, Routing, Fragment, Destination Options, AH, ESP, Mobility, HIP, Shim6, the
+	 * experimental 253 and 254, the reserved 255, and IPv4's ICMP and IP-in-IP */
+	const uint8_t others[] = { 0, 43, 44, 60, 51, 50, 135, 139, 140, 253, 254, 255, 1, 4 };
+	size_t i;
+	int vlan;
+
+	(void)state;
+	for (vlan = 0; vlan < 2; vlan++) {
+		ip_mutation(true, 0, 0x40, vlan, WIRE_ERR_IP_HDR); /* version 4 behind 0x86dd */
+		ip_mutation(true, 0, 0x70, vlan, WIRE_ERR_IP_HDR);
+		ip_mutation(true, 0, 0x00, vlan, WIRE_ERR_IP_HDR);
+		ip_mutation(true, 0, 0xf6, vlan, WIRE_ERR_IP_HDR);
+		ip_mutation(true, 0, 0x6b, vlan, WIRE_OK); /* traffic class */
+		ip_mutation(true, 1, 0xff, vlan, WIRE_OK); /* traffic class and flow label */
+		ip_mutation(true, 3, 0x5a, vlan, WIRE_OK); /* flow label */
+		ip_mutation(true, 7, 1, vlan, WIRE_OK);	   /* hop limit */
+		ip_mutation(true, 7, 0, vlan, WIRE_OK);
+		for (i = 0; i < sizeof(not_udp); i++) {
+			ip_mutation(true, 6, not_udp[i], vlan, WIRE_ERR_NOT_UDP);
+		}
+		for (i = 0; i < sizeof(others); i++) {
+			ip_mutation(true, 6, others[i], vlan, WIRE_ERR_IP6_EXT);
+		}
+	}
+}
+
+/* An extension header's first bytes as its type lays them out; next is what follows it. */
+static void fill_ext(uint8_t *ext, uint8_t type, uint8_t next, uint32_t len)
+{
+	switch (type) {
+	case 44: /* Fragment, 8 bytes: offset 0, no more fragments (an atomic fragment) */
+		ext[0] = next;
+		wr32(ext + 4, 0x2a2a2a2a); /* identification */
+		break;
+	case 43: /* Routing: type 0, no segments left, one address */
+		ext[0] = next;
+		ext[1] = (uint8_t)(len / 8 - 1);
+		break;
+	case 51: /* Authentication Header: its length in 4-byte units less 2, an SPI */
+		ext[0] = next;
+		ext[1] = (uint8_t)(len / 4 - 2);
+		wr32(ext + 4, 0x100);
+		break;
+	case 50: /* ESP: an SPI and sequence number; its next header would be in its trailer */
+		wr32(ext, 0x100);
+		wr32(ext + 4, 1);
+		break;
+	default: /* Hop-by-Hop, Destination Options and unknown ones: options, one PadN */
+		ext[0] = next;
+		ext[1] = (uint8_t)(len / 8 - 1);
+		ext[2] = 1;
+		ext[3] = (uint8_t)(len - 4);
+	}
+}
+
+/*
+ * Puts a len-byte extension header of the type between the IPv6 header and what follows it, as
+ * a sender that used one would: the IPv6 header's next header names it, it names what it
+ * displaced, and the payload length counts it. Nothing the UDP checksum covers changes.
+ */
+static void insert_ext(struct frame *f, uint8_t type, uint32_t len)
+{
+	uint8_t *ip = f->b + f->l3, *ext = ip + HARP_IP6_HLEN;
+
+	assert_true(f->ip6 && len >= 8 && len % 8 == 0 && f->len + len <= sizeof(f->b));
+	memmove(ext + len, ext, f->len - f->l3 - HARP_IP6_HLEN);
+	memset(ext, 0, len);
+	fill_ext(ext, type, ip[6], len);
+	ip[6] = type;
+	wr16(ip + 4, (uint16_t)(rd16(ip + 4) + len));
+	f->len += len;
+}
+
+/* A DATA frame over IPv6 with extension headers types[0..n) of lens[0..n), in that order, before
+ * its UDP header: refused as WIRE_ERR_IP6_EXT, its UDP checksum still good behind them. */
+static void ext_chain(const uint8_t *types, const uint32_t *lens, int n, int vlan)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	const uint16_t udp_len = HARP_UDP_HLEN + HARP_HDR_LEN + 100;
+	uint32_t ext_len = 0;
+	struct frame f;
+	int i;
+
+	build(&f, true, &h, 100);
+	if (vlan) {
+		add_vlan(&f, 0x8100);
+	}
+	for (i = n - 1; i >= 0; i--) {
+		insert_ext(&f, types[i], lens[i]);
+		ext_len += lens[i];
+	}
+	assert_int_equal(f.b[f.l3 + 6], types[0]);
+	assert_int_equal(fold(udp_sum_at(&f, udp_off(&f) + ext_len, udp_len)), 0xffff);
+	expect_err(&f, WIRE_ERR_IP6_EXT);
+}
+
+/* Real extension headers in front of harp's UDP, each kind alone and in a chain: never walked. */
+static void test_ip6_extension_headers(void **state)
+{
+	/* Hop-by-Hop, Routing, Fragment, Destination Options, AH, ESP, and an unknown one */
+	const uint8_t types[] = { 0, 43, 44, 60, 51, 50, 253 };
+	const uint32_t lens[] = { 8, 24, 8, 16, 24, 8, 8 };
+	int vlan;
+	size_t i;
+
+	(void)state;
+	for (vlan = 0; vlan < 2; vlan++) {
+		for (i = 0; i < sizeof(types); i++) {
+			ext_chain(&types[i], &lens[i], 1, vlan);
+		}
+		ext_chain(types, lens, 4, vlan); /* Hop-by-Hop, Routing, Fragment, Destination */
+	}
+}
+
+/* A jumbogram (RFC 2675): payload length 0, its length in a Hop-by-Hop Jumbo Payload option; and
+ * a payload length of 0 with UDP right behind, which has no length anywhere. */
+static void test_ip6_jumbogram(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+	uint8_t *ip, *hbh;
+
+	(void)state;
+	build(&f, true, &h, 100);
+	insert_ext(&f, 0, 8);
+	ip = f.b + f.l3;
+	hbh = ip + HARP_IP6_HLEN;
+	hbh[2] = 0xc2; /* Jumbo Payload */
+	hbh[3] = 4;
+	wr32(hbh + 4, rd16(ip + 4));
+	wr16(ip + 4, 0);
+	expect_err(&f, WIRE_ERR_IP_HDR);
+	build(&f, true, &h, 100);
+	wr16(f.b + f.l3 + 4, 0);
+	expect_err(&f, WIRE_ERR_IP_HDR);
+	add_vlan(&f, 0x8100);
+	expect_err(&f, WIRE_ERR_IP_HDR);
+}
+
+static void ip6_payload_length(uint16_t payload, enum wire_err want)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+
+	build(&f, true, &h, 100);
+	wr16(f.b + L3 + 4, payload);
+	fix_csums(&f);
+	expect_err(&f, want);
+}
+
+/* The payload length against the frame and the UDP length; a frame cut inside the header. */
+static void test_ip6_payload_length(void **state)
+{
+	const uint16_t right = HARP_UDP_HLEN + HARP_HDR_LEN + 100;
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+
+	(void)state;
+	ip6_payload_length(right + 1, WIRE_ERR_SHORT); /* longer than the frame */
+	ip6_payload_length(0xffff, WIRE_ERR_SHORT);
+	ip6_payload_length(0, WIRE_ERR_IP_HDR); /* a jumbogram's */
+	ip6_payload_length(1, WIRE_ERR_SHORT);	/* no room for UDP */
+	ip6_payload_length(HARP_UDP_HLEN - 1, WIRE_ERR_SHORT);
+	ip6_payload_length(HARP_UDP_HLEN, WIRE_ERR_UDP_LEN); /* UDP claims more */
+	ip6_payload_length(right - 1, WIRE_ERR_UDP_LEN);
+	ip6_payload_length(right, WIRE_OK);
+	build(&f, true, &h, 100);
+	f.len = L3 + HARP_IP6_HLEN - 1; /* the fixed header cut short */
+	expect_err(&f, WIRE_ERR_SHORT);
+	f.len = L3 + HARP_IP6_HLEN + HARP_UDP_HLEN - 1; /* and the UDP header */
+	expect_err(&f, WIRE_ERR_SHORT);
+}
+
+/* One end's address (source at 8, destination at 24) set to addr, the checksum made to hold. */
+static void ip6_address(uint32_t at, const uint8_t *addr, enum wire_err want)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct wire_pkt p;
+	struct frame f;
+
+	build(&f, true, &h, 100);
+	memcpy(f.b + L3 + at, addr, 16);
+	fix_csums(&f);
+	expect_err(&f, want);
+	if (want == WIRE_OK) {
+		assert_int_equal(parse(&f, &p), WIRE_OK);
+		assert_memory_equal(at == 8 ? p.src_ip.b : p.dst_ip.b, addr, 16);
+	}
+}
+
+/* Unspecified, multicast and IPv4-mapped addresses no peer has, at either end, are refused;
+ * link-local and unique local ones are taken. */
+static void test_ip6_addresses(void **state)
+{
+	static const uint8_t refused[][16] = {
+		{ 0 },					    /* :: */
+		{ [10] = 0xff, 0xff, 10, 0, 0, 1 },	    /* ::ffff:10.0.0.1 */
+		{ [10] = 0xff, 0xff },			    /* ::ffff:0.0.0.0 */
+		{ 0xff, 0x02, [15] = 1 },		    /* ff02::1, all nodes */
+		{ 0xff, 0x0e, [15] = 0x42 },		    /* ff0e::42, global scope */
+		{ 0xff, 0x02, [11] = 1, 0xff, 0, 0x12, 0x02 }, /* ff02::1:ff00:1202 */
+	};
+	static const uint8_t taken[][16] = {
+		{ 0xfe, 0x80, [8] = 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55 }, /* fe80:: */
+		{ 0xfd, 0x12, 0x34, 0x56, [15] = 9 }, /* fd12:3456::9 */
+	};
+	uint32_t at;
+	size_t i;
+
+	(void)state;
+	for (at = 8; at <= 24; at += 16) {
+		for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+			ip6_address(at, refused[i], WIRE_ERR_IP_HDR);
+		}
+		for (i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+			ip6_address(at, taken[i], WIRE_OK);
+		}
+	}
 }
 
 /* ---- UDP ------------------------------------------------------------------------------------- */
@@ -681,10 +1035,9 @@ static void test_udp_length(void **state)
 	struct frame f;
 	size_t i;
 
-	(void)state;
 	for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
-		build(&f, &h, 100);
-		wr16(f.b + L3 + HARP_IP4_HLEN + 4, wrong[i]);
+		build(&f, ip6_of(state), &h, 100);
+		wr16(f.b + udp_off(&f) + 4, wrong[i]);
 		fix_csums(&f);
 		expect_err(&f, WIRE_ERR_UDP_LEN);
 	}
@@ -692,54 +1045,69 @@ static void test_udp_length(void **state)
 
 static void test_udp_checksum(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_data(100, 0, 100);
 	struct frame f;
 	uint32_t at;
 
-	(void)state;
 	/* One flipped bit anywhere in the harp header or the payload. */
-	for (at = HDR_AT; at < HARP_FRAME_OVERHEAD + 100; at += 7) {
-		build(&f, &h, 100);
+	for (at = body_at(ip6) - HARP_HDR_LEN; at < body_at(ip6) + 100; at += 7) {
+		build(&f, ip6, &h, 100);
 		f.b[at] ^= 0x04;
 		expect_err(&f, WIRE_ERR_UDP_CSUM);
 	}
-	build(&f, &h, 100);
-	f.b[HDR_AT + 16] ^= 0x80; /* psn */
+	build(&f, ip6, &h, 100);
+	f.b[hdr_off(&f) + 16] ^= 0x80; /* psn */
 	expect_err(&f, WIRE_ERR_UDP_CSUM);
-	build(&f, &h, 100);
-	f.b[L3 + HARP_IP4_HLEN + 1] ^= 0x01; /* source port */
+	build(&f, ip6, &h, 100);
+	f.b[udp_off(&f) + 1] ^= 0x01; /* source port */
 	expect_err(&f, WIRE_ERR_UDP_CSUM);
-	build(&f, &h, 100);
-	f.b[L3 + HARP_IP4_HLEN + 7] ^= 0x01; /* the checksum itself */
+	build(&f, ip6, &h, 100);
+	f.b[udp_off(&f) + 7] ^= 0x01; /* the checksum itself */
 	expect_err(&f, WIRE_ERR_UDP_CSUM);
-	/* The pseudo-header covers the addresses: change one and fix only the IPv4 checksum. */
-	build(&f, &h, 100);
-	f.b[L3 + 19] ^= 0x01;
-	wr16(f.b + L3 + 10, 0);
-	wr16(f.b + L3 + 10, (uint16_t)~fold(sum_words(f.b + L3, HARP_IP4_HLEN)));
-	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	/* The pseudo-header covers both addresses (IPv4: fix its header checksum, nothing else). */
+	for (at = 0; at < 2; at++) {
+		build(&f, ip6, &h, 100);
+		f.b[f.l3 + (ip6 ? 23 + at * 16 : 15 + at * 4)] ^= 0x01;
+		if (!ip6) {
+			fix_ip4_csum(&f);
+		}
+		expect_err(&f, WIRE_ERR_UDP_CSUM);
+	}
 }
 
-static void test_udp_checksum_zero_accepted(void **state)
+/* A checksum of 0: "none" over IPv4, taken; over IPv6 refused (RFC 8200), whatever follows. */
+static void test_udp_checksum_zero(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h = hdr_data(100, 0, 100);
 	struct frame f;
 	struct wire_pkt p;
 
-	(void)state;
-	build(&f, &h, 100);
-	wr16(f.b + L3 + HARP_IP4_HLEN + 6, 0); /* "no checksum" */
-	assert_int_equal(parse(&f, &p), WIRE_OK);
-	assert_memory_equal(&p.h, &h, sizeof(h));
+	build(&f, ip6, &h, 100);
+	wr16(f.b + udp_off(&f) + 6, 0);
+	if (!ip6) {
+		assert_int_equal(parse(&f, &p), WIRE_OK);
+		assert_memory_equal(&p.h, &h, sizeof(h));
+		return;
+	}
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	add_vlan(&f, 0x8100);
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	/* checked before the harp header: a wrong version behind it does not change the reason */
+	build(&f, ip6, &h, 100);
+	f.b[hdr_off(&f)] = HARP_WIRE_VERSION + 1;
+	wr16(f.b + udp_off(&f) + 6, 0);
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
 }
 
 /* ---- harp header ----------------------------------------------------------------------------- */
 
-static void harp_mutation(struct harp_hdr h, uint32_t body_len, enum wire_err want)
+static void harp_mutation(bool ip6, struct harp_hdr h, uint32_t body_len, enum wire_err want)
 {
 	struct frame f;
 
-	build(&f, &h, body_len);
+	build(&f, ip6, &h, body_len);
 	assert_true(udp_csum_ok(&f)); /* the builder's checksums hold: the reason is the field */
 	expect_err(&f, want);
 }
@@ -750,16 +1118,16 @@ static void test_harp_version(void **state)
 
 	(void)state;
 	h.version = 0;
-	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	harp_mutation(false, h, 0, WIRE_ERR_VERSION);
 	h.version = HARP_WIRE_VERSION + 1;
-	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	harp_mutation(false, h, 0, WIRE_ERR_VERSION);
 	h.version = 0xff;
-	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	harp_mutation(false, h, 0, WIRE_ERR_VERSION);
 	h.version = HARP_WIRE_VERSION; /* version is checked before type */
 	h.type = 0;
-	harp_mutation(h, 0, WIRE_ERR_TYPE);
+	harp_mutation(false, h, 0, WIRE_ERR_TYPE);
 	h.version = 1; /* version 1 had no probes: its peers cannot find paths */
-	harp_mutation(h, 0, WIRE_ERR_VERSION);
+	harp_mutation(false, h, 0, WIRE_ERR_VERSION);
 }
 
 static void test_harp_type(void **state)
@@ -771,12 +1139,12 @@ static void test_harp_type(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(bad); i++) {
 		h.type = bad[i];
-		harp_mutation(h, 0, WIRE_ERR_TYPE);
+		harp_mutation(false, h, 0, WIRE_ERR_TYPE);
 	}
 	/* An unknown type is refused whatever its length. */
 	h.type = HARP_PKT_TYPE_MAX + 1;
 	h.len = 64;
-	harp_mutation(h, 64, WIRE_ERR_TYPE);
+	harp_mutation(false, h, 64, WIRE_ERR_TYPE);
 }
 
 static void test_harp_len_disagrees(void **state)
@@ -785,23 +1153,29 @@ static void test_harp_len_disagrees(void **state)
 
 	(void)state;
 	h = hdr_data(1000, 0, 101); /* header says 101, 100 bytes follow */
-	harp_mutation(h, 100, WIRE_ERR_LEN);
+	harp_mutation(false, h, 100, WIRE_ERR_LEN);
 	h = hdr_data(1000, 0, 99);
-	harp_mutation(h, 100, WIRE_ERR_LEN);
+	harp_mutation(false, h, 100, WIRE_ERR_LEN);
 	h = hdr_data(1000, 0, 0xffff);
-	harp_mutation(h, 100, WIRE_ERR_LEN);
+	harp_mutation(false, h, 100, WIRE_ERR_LEN);
 	h = hdr_of(HARP_PKT_CTS, 1); /* CTS claiming a byte that is not there */
-	harp_mutation(h, 0, WIRE_ERR_LEN);
+	harp_mutation(false, h, 0, WIRE_ERR_LEN);
 	h = hdr_of(HARP_PKT_ACK, 64); /* ACK missing its last sack byte */
-	harp_mutation(h, 63, WIRE_ERR_LEN);
+	harp_mutation(false, h, 63, WIRE_ERR_LEN);
 }
 
 /* ---- bundles: several records in one frame ------------------------------------------------- */
 
-/* Puts records h[0..n) after one another, each with a body of h[i].len patterned bytes, and seals. */
-static void build_bundle(struct frame *f, const struct harp_hdr *h, int n)
+/* The first record of a frame of the family, untagged. */
+static uint8_t *records_of(struct frame *f, bool ip6)
 {
-	uint8_t *at = f->b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+	return f->b + body_at(ip6) - HARP_HDR_LEN;
+}
+
+/* Puts records h[0..n) after one another, each with a body of h[i].len patterned bytes, and seals. */
+static void build_bundle(struct frame *f, bool ip6, const struct harp_hdr *h, int n)
+{
+	uint8_t *at = records_of(f, ip6);
 	uint32_t used = 0, j;
 	int i;
 
@@ -813,19 +1187,21 @@ static void build_bundle(struct frame *f, const struct harp_hdr *h, int n)
 		}
 		used += HARP_HDR_LEN + h[i].len;
 	}
-	f->len = wire_seal(f->b, &path, used, 0x4321, true);
+	f->len = wire_seal(f->b, path_of(ip6), used, 0x4321, true);
 	f->l3 = L3;
-	assert_int_equal(f->len, HARP_FRAME_OVERHEAD - HARP_HDR_LEN + used);
+	f->ip6 = ip6;
+	assert_int_equal(f->len, body_at(ip6) - HARP_HDR_LEN + used);
 }
 
 /*
  * Records, then a trailer of n bytes the first record names (HARP_AUTH's counter and MAC: the
- * parser only locates it), sealed as the engine does: no UDP checksum.
+ * parser only locates it), sealed as the engine does: no UDP checksum asked for, which IPv6
+ * writes all the same.
  */
-static void build_trailed(struct frame *f, const struct harp_hdr *h, int nrec, uint16_t named,
-			  uint32_t n)
+static void build_trailed(struct frame *f, bool ip6, const struct harp_hdr *h, int nrec,
+			  uint16_t named, uint32_t n)
 {
-	uint8_t *at = f->b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN;
+	uint8_t *at = records_of(f, ip6);
 	uint32_t used = 0, j;
 	int i;
 
@@ -840,22 +1216,37 @@ static void build_trailed(struct frame *f, const struct harp_hdr *h, int nrec, u
 	for (j = 0; j < n; j++) {
 		at[used + j] = (uint8_t)(0xc0 + j);
 	}
-	f->len = wire_seal(f->b, &path, used + n, 0x4321, false);
+	f->len = wire_seal(f->b, path_of(ip6), used + n, 0x4321, false);
 	f->l3 = L3;
+	f->ip6 = ip6;
+}
+
+/* Over IPv4 an authenticated frame travels without a UDP checksum; over IPv6 with one, which
+ * covers the trailer too. */
+static void check_trailed_csum(struct frame *f)
+{
+	if (!f->ip6) {
+		assert_int_equal(rd16(f->b + udp_off(f) + 6), 0);
+		return;
+	}
+	assert_true(udp_csum_ok(f));
+	f->b[f->len - 1] ^= 0x01; /* a MAC byte */
+	expect_err(f, WIRE_ERR_UDP_CSUM);
+	f->b[f->len - 1] ^= 0x01;
 }
 
 static void test_trailer_located(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h[2] = { hdr_data(8, 0, 8), hdr_of(HARP_PKT_ACK, 2) };
 	uint32_t records = 2 * HARP_HDR_LEN + 8 + 2;
 	struct wire_pkt p;
 	struct frame f;
 
-	(void)state;
-	build_trailed(&f, h, 2, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
-	assert_int_equal(rd16(f.b + L3 + HARP_IP4_HLEN + 6), 0); /* no UDP checksum */
+	build_trailed(&f, ip6, h, 2, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
+	check_trailed_csum(&f);
 	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
-	assert_ptr_equal(p.records, f.b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN);
+	assert_ptr_equal(p.records, records_of(&f, ip6));
 	assert_int_equal(p.records_len, records);
 	assert_ptr_equal(p.trailer, p.records + records);
 	assert_int_equal(p.trailer[0], 0xc0);
@@ -864,7 +1255,7 @@ static void test_trailer_located(void **state)
 	assert_int_equal(p.h.type, HARP_PKT_ACK);
 	assert_false(wire_next(&p));
 	/* without one: no trailer pointer, and records fill the payload */
-	build_trailed(&f, h, 2, 0, 0);
+	build_trailed(&f, ip6, h, 2, 0, 0);
 	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
 	assert_null(p.trailer);
 	assert_int_equal(p.records_len, records);
@@ -872,49 +1263,47 @@ static void test_trailer_located(void **state)
 
 static void test_trailer_refused(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h[2] = { hdr_data(8, 0, 8), hdr_of(HARP_PKT_ACK, 2) };
+	struct harp_hdr one = hdr_of(HARP_PKT_CTS, 0);
 	struct wire_pkt p;
 	struct frame f;
 
-	(void)state;
 	/* a size harp never sends */
-	build_trailed(&f, h, 1, 8, 8);
+	build_trailed(&f, ip6, h, 1, 8, 8);
 	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_TRAILER);
 	/* named, but the bytes are not there: the records would overrun it */
-	build_trailed(&f, h, 1, HARP_AUTH_TRAILER, 10);
+	build_trailed(&f, ip6, h, 1, HARP_AUTH_TRAILER, 10);
 	assert_int_not_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
 	/* a payload too short to hold a header and the trailer it names */
-	build_trailed(&f, h, 0, 0, 0);
-	{
-		struct harp_hdr one = hdr_of(HARP_PKT_CTS, 0);
-
-		one.trailer = HARP_AUTH_TRAILER;
-		wire_put_record(f.b + HARP_FRAME_OVERHEAD - HARP_HDR_LEN, &one);
-		f.len = wire_seal(f.b, &path, HARP_HDR_LEN + 4, 0, false);
-		assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_SHORT);
-	}
+	build_trailed(&f, ip6, h, 0, 0, 0);
+	one.trailer = HARP_AUTH_TRAILER;
+	wire_put_record(records_of(&f, ip6), &one);
+	f.len = wire_seal(f.b, path_of(ip6), HARP_HDR_LEN + 4, 0, false);
+	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_SHORT);
 	/* named by a later record */
 	h[1].trailer = HARP_AUTH_TRAILER;
-	build_trailed(&f, h, 2, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
+	build_trailed(&f, ip6, h, 2, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
 	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_ERR_TRAILER);
 	/* present but not named: taken for a record, which it cannot be */
 	h[1].trailer = 0;
-	build_trailed(&f, h, 2, 0, HARP_AUTH_TRAILER);
+	build_trailed(&f, ip6, h, 2, 0, HARP_AUTH_TRAILER);
 	assert_int_not_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
 }
 
 static void test_bundle_round_trip(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h[3] = { hdr_of(HARP_PKT_CTS, 0), hdr_data(8, 0, 8), hdr_of(HARP_PKT_ACK, 2) };
 	struct wire_pkt p;
 	struct frame f;
 	int i;
 
-	(void)state;
 	h[1].psn = h[0].psn + 1;
-	build_bundle(&f, h, 3);
+	build_bundle(&f, ip6, h, 3);
 	assert_true(udp_csum_ok(&f));
 	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
+	assert_int_equal(p.ip6, ip6);
 	for (i = 0; i < 3; i++) {
 		uint32_t j;
 
@@ -929,62 +1318,61 @@ static void test_bundle_round_trip(void **state)
 	assert_false(wire_next(&p));
 	assert_false(wire_next(&p));
 	/* one record built in two steps is what wire_build writes */
-	build_bundle(&f, h + 1, 1);
+	build_bundle(&f, ip6, h + 1, 1);
 	assert_int_equal(wire_parse(f.b, f.len, &p), WIRE_OK);
 	assert_int_equal(p.next_len, 0);
 	assert_false(wire_next(&p));
 }
 
-static void bundle_expect(const struct harp_hdr *h, int n, enum wire_err want)
+static void bundle_expect(bool ip6, const struct harp_hdr *h, int n, enum wire_err want)
 {
 	struct frame f;
 
-	build_bundle(&f, h, n);
+	build_bundle(&f, ip6, h, n);
 	expect_err(&f, want);
 }
 
 static void test_bundle_refused(void **state)
 {
+	bool ip6 = ip6_of(state);
 	struct harp_hdr h[2] = { hdr_of(HARP_PKT_CTS, 0), hdr_data(8, 0, 8) };
 	struct frame f;
 
-	(void)state;
-	bundle_expect(h, 2, WIRE_OK);
+	bundle_expect(ip6, h, 2, WIRE_OK);
 	h[1].conn_id++; /* another connection's record */
-	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_BUNDLE);
 	h[1] = hdr_data(8, 0, 8);
 	h[1].token ^= 1; /* another session's */
-	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_BUNDLE);
 	h[1] = hdr_of(HARP_PKT_PROBE, 0); /* a probe travels alone: XDP reads the first header */
-	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_BUNDLE);
 	h[1] = hdr_of(HARP_PKT_STEER, 0); /* so does a STEER */
-	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_BUNDLE);
 	h[0] = hdr_of(HARP_PKT_PROBE, 0);
 	h[1] = hdr_of(HARP_PKT_CTS, 0);
-	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_BUNDLE);
 	h[0] = hdr_of(HARP_PKT_STEER, 0);
-	bundle_expect(h, 2, WIRE_ERR_BUNDLE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_BUNDLE);
 	h[0] = hdr_of(HARP_PKT_CTS, 0);
 	h[1] = hdr_data(8, 0, 8);
 	h[1].version++; /* every record is checked, not only the first */
-	bundle_expect(h, 2, WIRE_ERR_VERSION);
+	bundle_expect(ip6, h, 2, WIRE_ERR_VERSION);
 	h[1] = hdr_data(8, 4, 8); /* the second record's payload lies outside its message */
-	bundle_expect(h, 2, WIRE_ERR_LEN);
+	bundle_expect(ip6, h, 2, WIRE_ERR_LEN);
 	h[1] = hdr_of(HARP_PKT_TYPE_MAX + 1, 0);
-	bundle_expect(h, 2, WIRE_ERR_TYPE);
+	bundle_expect(ip6, h, 2, WIRE_ERR_TYPE);
 
 	/* bytes after the last record: fewer than a header, or a header claiming more body */
 	h[1] = hdr_data(8, 0, 8);
-	build_bundle(&f, h, 2);
-	wr16(f.b + L3 + 2, (uint16_t)(rd16(f.b + L3 + 2) - 1)); /* the DATA's last byte cut */
-	wr16(f.b + L3 + HARP_IP4_HLEN + 4, (uint16_t)(rd16(f.b + L3 + HARP_IP4_HLEN + 4) - 1));
+	build_bundle(&f, ip6, h, 2);
+	set_lengths(&f, (uint16_t)(rd16(f.b + udp_off(&f) + 4) - 1)); /* the DATA's last byte cut */
 	f.len--;
 	fix_csums(&f);
 	expect_err(&f, WIRE_ERR_LEN);
-	harp_mutation(hdr_of(HARP_PKT_CTS, 0), HARP_HDR_LEN - 1, WIRE_ERR_LEN);
+	harp_mutation(ip6, hdr_of(HARP_PKT_CTS, 0), HARP_HDR_LEN - 1, WIRE_ERR_LEN);
 
 	/* the UDP checksum covers every record */
-	build_bundle(&f, h, 2);
+	build_bundle(&f, ip6, h, 2);
 	f.b[f.len - 1] ^= 0x10;
 	expect_err(&f, WIRE_ERR_UDP_CSUM);
 }
@@ -997,22 +1385,22 @@ static void test_ack_length(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
-		harp_mutation(hdr_of(HARP_PKT_ACK, wrong[i]), wrong[i], WIRE_ERR_LEN);
+		harp_mutation(false, hdr_of(HARP_PKT_ACK, wrong[i]), wrong[i], WIRE_ERR_LEN);
 	}
 }
 
 static void test_cts_msgerr_with_payload(void **state)
 {
 	(void)state;
-	harp_mutation(hdr_of(HARP_PKT_CTS, 8), 8, WIRE_ERR_LEN);
-	harp_mutation(hdr_of(HARP_PKT_CTS, 1), 1, WIRE_ERR_LEN);
-	harp_mutation(hdr_of(HARP_PKT_MSGERR, 8), 8, WIRE_ERR_LEN);
-	harp_mutation(hdr_of(HARP_PKT_MSGERR, 64), 64, WIRE_ERR_LEN);
+	harp_mutation(false, hdr_of(HARP_PKT_CTS, 8), 8, WIRE_ERR_LEN);
+	harp_mutation(false, hdr_of(HARP_PKT_CTS, 1), 1, WIRE_ERR_LEN);
+	harp_mutation(false, hdr_of(HARP_PKT_MSGERR, 8), 8, WIRE_ERR_LEN);
+	harp_mutation(false, hdr_of(HARP_PKT_MSGERR, 64), 64, WIRE_ERR_LEN);
 }
 
 static void data_bounds(uint64_t msg_len, uint64_t offset, uint16_t len, enum wire_err want)
 {
-	harp_mutation(hdr_data(msg_len, offset, len), len, want);
+	harp_mutation(false, hdr_data(msg_len, offset, len), len, want);
 }
 
 static struct harp_hdr hdr_unsol(uint64_t msg_len, uint64_t offset, uint16_t len)
@@ -1030,24 +1418,24 @@ static void test_unsolicited_bounds(void **state)
 	struct harp_hdr h = hdr_unsol(HARP_UNSOL_MAX_BYTES, 0, HARP_UNSOL_MAX_BYTES);
 
 	(void)state;
-	round_trip(&h, HARP_UNSOL_MAX_BYTES);
+	round_trip(false, &h, HARP_UNSOL_MAX_BYTES);
 	h = hdr_unsol(0, 0, 0);
-	round_trip(&h, 0);
+	round_trip(false, &h, 0);
 	h = hdr_unsol(HARP_UNSOL_MAX_BYTES + 1, 0, HARP_UNSOL_MAX_BYTES + 1);
-	harp_mutation(h, h.len, WIRE_ERR_LEN); /* too big to hold */
+	harp_mutation(false, h, h.len, WIRE_ERR_LEN); /* too big to hold */
 	h = hdr_unsol(200, 100, 100);
-	harp_mutation(h, h.len, WIRE_ERR_LEN); /* a slice, not the message */
+	harp_mutation(false, h, h.len, WIRE_ERR_LEN); /* a slice, not the message */
 	h = hdr_unsol(200, 0, 100);
-	harp_mutation(h, h.len, WIRE_ERR_LEN);
+	harp_mutation(false, h, h.len, WIRE_ERR_LEN);
 	/* the same slices without the flag are ordinary DATA */
 	h = hdr_data(200, 100, 100);
-	round_trip(&h, 100);
+	round_trip(false, &h, 100);
 }
 
 static void test_data_bounds(void **state)
 {
 	(void)state;
-	data_bounds(1000, 900, 100, WIRE_OK);	    /* ends exactly at the message's end */
+	data_bounds(1000, 900, 100, WIRE_OK);	   /* ends exactly at the message's end */
 	data_bounds(1000, 901, 100, WIRE_ERR_LEN); /* one byte past it */
 	data_bounds(1000, 1000, 1, WIRE_ERR_LEN);
 	data_bounds(1000, 1001, 0, WIRE_ERR_LEN); /* offset beyond the message */
@@ -1075,16 +1463,271 @@ static void test_check_order(void **state)
 	struct frame f;
 
 	(void)state;
-	build(&f, &h, 100);
+	build(&f, false, &h, 100);
 	f.b[L3 + 10] ^= 0xff;	   /* IPv4 checksum */
 	f.b[L3 + 9] = 6;	   /* and not UDP */
-	f.b[HDR_AT] = 9;	   /* and a bad version */
+	f.b[hdr_off(&f)] = 9;	   /* and a bad version */
 	expect_err(&f, WIRE_ERR_IP_CSUM);
-	build(&f, &h, 100);
-	f.b[HDR_AT + 1] = 0;	   /* type 0, checksum left stale */
+	build(&f, false, &h, 100);
+	f.b[hdr_off(&f) + 1] = 0; /* type 0, checksum left stale */
 	expect_err(&f, WIRE_ERR_UDP_CSUM);
 	fix_csums(&f);
 	expect_err(&f, WIRE_ERR_TYPE);
+}
+
+/* The same over IPv6: version and addresses, the length, the next header, the UDP length, the
+ * checksum, then harp. */
+static void test_ip6_check_order(void **state)
+{
+	struct harp_hdr h = hdr_data(100, 0, 100);
+	struct frame f;
+
+	(void)state;
+	build(&f, true, &h, 100);
+	f.b[L3 + 24] = 0xff;			 /* a multicast destination */
+	f.b[L3 + 6] = 44;			 /* behind a fragment header */
+	wr16(f.b + L3 + 4, 0x7fff);		 /* longer than the frame */
+	expect_err(&f, WIRE_ERR_IP_HDR);
+	build(&f, true, &h, 100);
+	f.b[L3 + 6] = 44;
+	wr16(f.b + L3 + 4, 0x7fff);
+	expect_err(&f, WIRE_ERR_SHORT);
+	build(&f, true, &h, 100);
+	f.b[L3 + 6] = 44;
+	wr16(f.b + udp_off(&f) + 4, 9); /* and a UDP length that disagrees */
+	expect_err(&f, WIRE_ERR_IP6_EXT);
+	build(&f, true, &h, 100);
+	wr16(f.b + udp_off(&f) + 4, 9);
+	wr16(f.b + udp_off(&f) + 6, 0); /* and no checksum */
+	expect_err(&f, WIRE_ERR_UDP_LEN);
+	build(&f, true, &h, 100);
+	f.b[hdr_off(&f) + 1] = 0; /* type 0, checksum left stale */
+	expect_err(&f, WIRE_ERR_UDP_CSUM);
+	fix_csums(&f);
+	expect_err(&f, WIRE_ERR_TYPE);
+}
+
+/* ---- packets in pieces (an AF_XDP descriptor chain) ------------------------------------------ */
+
+/* The shortest first piece wire_parse_pieces parses where it lies: IPv6's headers behind a tag. */
+#define FIRST_MIN (HARP_ETH_HLEN + HARP_VLAN_HLEN + HARP_IP6_HLEN + HARP_UDP_HLEN + HARP_HDR_LEN)
+
+/* f cut at the offsets cuts[0..n) (ascending, inside it) into n + 1 pieces, each in a heap buffer
+ * of exactly its size. */
+static void cut(struct wire_pieces *w, const struct frame *f, const uint32_t *cuts, uint32_t n)
+{
+	uint32_t i, from = 0, to;
+	uint8_t *piece;
+
+	assert_true(n < WIRE_PIECES_MAX);
+	w->n = n + 1;
+	w->total = f->len;
+	for (i = 0; i <= n; i++) {
+		to = i < n ? cuts[i] : f->len;
+		assert_true(from <= to && to <= f->len);
+		piece = malloc(to > from ? to - from : 1);
+		assert_non_null(piece);
+		memcpy(piece, f->b + from, to - from);
+		w->at[i] = piece;
+		w->len[i] = to - from;
+		from = to;
+	}
+}
+
+static void free_pieces(struct wire_pieces *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->n; i++) {
+		free((void *)w->at[i]);
+	}
+}
+
+/* f cut at cuts parses where it lies as wire_parse parses it whole: the same header, family,
+ * addresses and ports, and its body gathered from the pieces. */
+static void expect_in_place(const struct frame *f, const uint32_t *cuts, uint32_t n)
+{
+	uint32_t body_off = hdr_off(f) + HARP_HDR_LEN, here;
+	struct wire_pkt p, whole;
+	struct wire_pieces w;
+	uint8_t body[4096];
+	bool join = true;
+
+	assert_int_equal(parse(f, &whole), WIRE_OK);
+	cut(&w, f, cuts, n);
+	assert_int_equal(wire_parse_pieces(&w, &p, &join), WIRE_OK);
+	assert_false(join);
+	assert_memory_equal(&p.h, &whole.h, sizeof(p.h));
+	assert_int_equal(p.ip6, f->ip6);
+	assert_memory_equal(&p.src_ip, &path_of(f->ip6)->src_ip, 16);
+	assert_memory_equal(&p.dst_ip, &path_of(f->ip6)->dst_ip, 16);
+	assert_int_equal(p.src_port, whole.src_port);
+	assert_int_equal(p.dst_port, whole.dst_port);
+	assert_memory_equal(p.src_mac, whole.src_mac, 6);
+	assert_ptr_equal(p.records, w.at[0] + hdr_off(f));
+	assert_int_equal(p.records_len, HARP_HDR_LEN + p.h.len);
+	assert_null(p.trailer);
+	assert_int_equal(p.next_len, 0);
+	assert_ptr_equal(p.rest, &w);
+	assert_ptr_equal(p.body, w.at[0] + body_off);
+	here = w.len[0] - body_off;
+	assert_int_equal(p.body_here, here < p.h.len ? here : p.h.len);
+	memset(body, 0, sizeof(body));
+	wire_body_copy(body, &p);
+	assert_memory_equal(body, f->b + body_off, p.h.len);
+	free_pieces(&w);
+}
+
+/* f cut at cuts is refused where it lies, for want. */
+static void expect_refused_in_place(const struct frame *f, const uint32_t *cuts, uint32_t n,
+				    enum wire_err want)
+{
+	struct wire_pieces w;
+	struct wire_pkt p;
+	bool join = true;
+
+	cut(&w, f, cuts, n);
+	assert_int_equal(wire_parse_pieces(&w, &p, &join), want);
+	assert_false(join);
+	free_pieces(&w);
+}
+
+/* f cut at cuts is left to the caller to join and give to wire_parse. */
+static void expect_joined(const struct frame *f, const uint32_t *cuts, uint32_t n)
+{
+	struct wire_pieces w;
+	struct wire_pkt p;
+	bool join = false;
+
+	cut(&w, f, cuts, n);
+	assert_int_equal(wire_parse_pieces(&w, &p, &join), WIRE_OK);
+	assert_true(join);
+	free_pieces(&w);
+}
+
+/* DATA as bulk transfer sends it, in 2, 3 and WIRE_PIECES_MAX pieces, behind a tag or not, with
+ * a first piece that ends where the body begins, a last piece of odd length, and one of only
+ * padding. */
+static void test_pieces_in_place(void **state)
+{
+	bool ip6 = ip6_of(state);
+	struct harp_hdr h = hdr_data(100000, 5000, 3000);
+	uint32_t cuts[WIRE_PIECES_MAX - 1], i;
+	struct frame f;
+
+	build(&f, ip6, &h, 3000);
+	cuts[0] = FIRST_MIN;
+	expect_in_place(&f, cuts, 1);
+	cuts[0] = 1500;
+	cuts[1] = 2000;
+	expect_in_place(&f, cuts, 2);
+	for (i = 0; i < WIRE_PIECES_MAX - 1; i++) {
+		cuts[i] = FIRST_MIN + 160 * i;
+	}
+	expect_in_place(&f, cuts, WIRE_PIECES_MAX - 1);
+	add_vlan(&f, 0x8100); /* over IPv6, the first piece now ends where the body begins */
+	cuts[0] = FIRST_MIN;
+	expect_in_place(&f, cuts, 1);
+	h = hdr_data(100000, 5000, 2999);
+	build(&f, ip6, &h, 2999);
+	cuts[0] = 1000;
+	expect_in_place(&f, cuts, 1);
+	/* the whole body in the first piece, and only Ethernet padding after it */
+	h = hdr_data(100000, 5000, 200);
+	build(&f, ip6, &h, 200);
+	memset(f.b + f.len, 0, 100);
+	f.len += 100;
+	cuts[0] = f.len - 50;
+	expect_in_place(&f, cuts, 1);
+}
+
+/*
+ * The UDP checksum summed across the pieces: a flipped bit in any piece, or in an address of the
+ * pseudo-header, is refused where it lies. A middle piece of odd length cannot be summed there
+ * (its last byte and the next piece's first share a word): that packet goes to be joined.
+ */
+static void test_pieces_checksum(void **state)
+{
+	bool ip6 = ip6_of(state);
+	struct harp_hdr h = hdr_data(100000, 5000, 3000);
+	const uint32_t cuts[] = { 1000, 2000 }, odd[] = { 1000, 2001 };
+	uint32_t flips[] = { body_at(ip6) + 2, 1500, 2500, body_at(ip6) + 2999 };
+	struct frame f, g;
+	size_t i;
+
+	build(&f, ip6, &h, 3000);
+	for (i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+		g = f;
+		g.b[flips[i]] ^= 0x20;
+		expect_refused_in_place(&g, cuts, 2, WIRE_ERR_UDP_CSUM);
+	}
+	g = f;
+	g.b[g.l3 + (ip6 ? 39 : 19)] ^= 0x01; /* the destination address's last byte */
+	if (!ip6) {
+		fix_ip4_csum(&g);
+	}
+	expect_refused_in_place(&g, cuts, 2, WIRE_ERR_UDP_CSUM);
+	expect_joined(&f, odd, 2);
+	g = f;
+	g.b[2500] ^= 0x20;
+	expect_joined(&g, odd, 2);
+	expect_err(&g, WIRE_ERR_UDP_CSUM); /* what wire_parse then says of the joined bytes */
+}
+
+/* A checksum of 0 in pieces: none over IPv4, taken in place; refused in place over IPv6. */
+static void test_pieces_zero_checksum(void **state)
+{
+	bool ip6 = ip6_of(state);
+	struct harp_hdr h = hdr_data(100000, 5000, 3000);
+	const uint32_t cuts[] = { 1000, 2000 };
+	struct frame f;
+
+	build(&f, ip6, &h, 3000);
+	wr16(f.b + udp_off(&f) + 6, 0);
+	if (ip6) {
+		expect_refused_in_place(&f, cuts, 2, WIRE_ERR_UDP_CSUM);
+	} else {
+		expect_in_place(&f, cuts, 2);
+	}
+}
+
+/* What bulk transfer does not send is joined and parsed whole: one piece, a first piece short
+ * of FIRST_MIN, any record but plain DATA, a bundle, a trailer, and whatever wire_parse refuses. */
+static void test_pieces_joined(void **state)
+{
+	bool ip6 = ip6_of(state);
+	struct harp_hdr data = hdr_data(100000, 5000, 1000);
+	struct harp_hdr two[2] = { hdr_of(HARP_PKT_CTS, 0), hdr_data(600, 0, 600) };
+	const uint32_t cuts[] = { FIRST_MIN + 20 }, short_first[] = { FIRST_MIN - 2 };
+	struct harp_hdr h;
+	struct frame f;
+
+	build(&f, ip6, &data, 1000);
+	expect_joined(&f, NULL, 0);
+	expect_joined(&f, short_first, 1);
+	h = hdr_of(HARP_PKT_ACK, HARP_SACK_MAX_BYTES);
+	build(&f, ip6, &h, h.len);
+	expect_joined(&f, cuts, 1);
+	h = hdr_unsol(HARP_UNSOL_MAX_BYTES, 0, HARP_UNSOL_MAX_BYTES);
+	build(&f, ip6, &h, h.len);
+	expect_joined(&f, cuts, 1);
+	build_bundle(&f, ip6, two, 2);
+	expect_joined(&f, cuts, 1);
+	build_trailed(&f, ip6, &data, 1, HARP_AUTH_TRAILER, HARP_AUTH_TRAILER);
+	expect_joined(&f, cuts, 1);
+	build(&f, ip6, &data, 1000);
+	if (ip6) {
+		insert_ext(&f, 44, 8);
+	} else {
+		f.b[f.l3 + 9] = 6;
+		fix_csums(&f);
+	}
+	expect_joined(&f, cuts, 1);
+	expect_err(&f, ip6 ? WIRE_ERR_IP6_EXT : WIRE_ERR_NOT_UDP);
+	h = data;
+	h.version++;
+	build(&f, ip6, &h, 1000);
+	expect_joined(&f, cuts, 1);
 }
 
 static void test_err_names(void **state)
@@ -1105,43 +1748,57 @@ static void test_err_names(void **state)
 	assert_string_equal(wire_err_name((enum wire_err)-1), "unknown");
 }
 
+/* A test that holds for both families: once over IPv4, once over IPv6 with _ip6 in its name. */
+#define BOTH(f) cmocka_unit_test(f), { #f "_ip6", f, NULL, NULL, &over_ip6 }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip_data),
-		cmocka_unit_test(test_round_trip_zero_length_data),
-		cmocka_unit_test(test_round_trip_ack),
-		cmocka_unit_test(test_round_trip_cts),
-		cmocka_unit_test(test_round_trip_msgerr),
-		cmocka_unit_test(test_round_trip_probe),
-		cmocka_unit_test(test_reserved_fields_carried),
-		cmocka_unit_test(test_trailer_located),
-		cmocka_unit_test(test_trailer_refused),
-		cmocka_unit_test(test_udp_csum_zero_sent_as_ffff),
+		BOTH(test_round_trip_data),
+		BOTH(test_round_trip_zero_length_data),
+		BOTH(test_round_trip_ack),
+		BOTH(test_round_trip_cts),
+		BOTH(test_round_trip_msgerr),
+		BOTH(test_round_trip_probe),
+		BOTH(test_reserved_fields_carried),
+		BOTH(test_trailer_located),
+		BOTH(test_trailer_refused),
+		BOTH(test_udp_csum_zero_sent_as_ffff),
 		cmocka_unit_test(test_ip_csum_known_vector),
 		cmocka_unit_test(test_csum_every_length_and_alignment),
-		cmocka_unit_test(test_truncated_every_length),
-		cmocka_unit_test(test_trailing_padding_accepted),
-		cmocka_unit_test(test_udp_payload_shorter_than_header),
-		cmocka_unit_test(test_ethertype),
-		cmocka_unit_test(test_vlan_accepted),
+		BOTH(test_truncated_every_length),
+		BOTH(test_trailing_padding_accepted),
+		BOTH(test_udp_payload_shorter_than_header),
+		BOTH(test_ethertype),
+		BOTH(test_vlan_accepted),
 		cmocka_unit_test(test_ip_header_fields),
 		cmocka_unit_test(test_ip_total_length),
 		cmocka_unit_test(test_ip_checksum),
-		cmocka_unit_test(test_udp_length),
-		cmocka_unit_test(test_udp_checksum),
-		cmocka_unit_test(test_udp_checksum_zero_accepted),
+		cmocka_unit_test(test_ip6_header_fields),
+		cmocka_unit_test(test_ip6_extension_headers),
+		cmocka_unit_test(test_ip6_jumbogram),
+		cmocka_unit_test(test_ip6_payload_length),
+		cmocka_unit_test(test_ip6_addresses),
+		BOTH(test_udp_length),
+		BOTH(test_udp_checksum),
+		BOTH(test_udp_checksum_zero),
 		cmocka_unit_test(test_harp_version),
 		cmocka_unit_test(test_harp_type),
-		cmocka_unit_test(test_pmtu_and_parts),
+		BOTH(test_pmtu_probe),
+		cmocka_unit_test(test_parts),
 		cmocka_unit_test(test_harp_len_disagrees),
 		cmocka_unit_test(test_ack_length),
-		cmocka_unit_test(test_bundle_round_trip),
-		cmocka_unit_test(test_bundle_refused),
+		BOTH(test_bundle_round_trip),
+		BOTH(test_bundle_refused),
 		cmocka_unit_test(test_cts_msgerr_with_payload),
 		cmocka_unit_test(test_unsolicited_bounds),
 		cmocka_unit_test(test_data_bounds),
 		cmocka_unit_test(test_check_order),
+		cmocka_unit_test(test_ip6_check_order),
+		BOTH(test_pieces_in_place),
+		BOTH(test_pieces_checksum),
+		BOTH(test_pieces_zero_checksum),
+		BOTH(test_pieces_joined),
 		cmocka_unit_test(test_err_names),
 	};
 
