@@ -1046,8 +1046,9 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const struct w
 static void raw_echo(struct raw_run *r, struct raw_queue *rq, const struct wire_pkt *in)
 {
 	struct xsk_port *p = &rq->port;
-	uint32_t pieces = xsk_port_tx_pieces(p, HARP_FRAME_OVERHEAD + in->h.len), idx, used;
-	struct wire_path back;
+	uint32_t body_at = wire_records_at(in->ip6) + HARP_HDR_LEN;
+	uint32_t pieces = xsk_port_tx_pieces(p, body_at + in->h.len), idx, used;
+	struct wire_path back = { .ip6 = in->ip6 }; /* back in the family it came in */
 	uint64_t addr = 0;
 	uint8_t *frame;
 
@@ -1058,7 +1059,7 @@ static void raw_echo(struct raw_run *r, struct raw_queue *rq, const struct wire_
 	}
 	frame_pool_get(xsk_port_txpool(p), &addr, 1);
 	frame = xsk_port_frame(p, addr);
-	wire_body_copy(frame + HARP_FRAME_OVERHEAD, in);
+	wire_body_copy(frame + body_at, in);
 	memcpy(back.src_mac, r->ifi.mac, 6);
 	memcpy(back.dst_mac, in->src_mac, 6);
 	back.src_ip = in->dst_ip;

@@ -224,6 +224,8 @@ static int route_get(const union wire_ip *dst, int ifindex, int *oif, union wire
 		struct rtmsg rt;
 		char attrs[64];
 	} req;
+	/* the whole request, attributes and all, as add_attr writes past its header */
+	struct nlmsghdr *msg = (struct nlmsghdr *)&req;
 	char buf[4096];
 	struct rtattr *rta;
 	struct rtmsg *rt;
@@ -236,9 +238,9 @@ static int route_get(const union wire_ip *dst, int ifindex, int *oif, union wire
 	req.nh.nlmsg_flags = NLM_F_REQUEST;
 	req.rt.rtm_family = ip4 ? AF_INET : AF_INET6;
 	req.rt.rtm_dst_len = ip4 ? 32 : 128;
-	add_attr(&req.nh, RTA_DST, ip4 ? (const void *)&dst->w[3] : dst->b, ip4 ? 4 : 16);
+	add_attr(msg, RTA_DST, ip4 ? (const void *)&dst->w[3] : dst->b, ip4 ? 4 : 16);
 	if (!ip4 && netinfo_link_local(dst->b)) {
-		add_attr(&req.nh, RTA_OIF, &ifindex, 4); /* a link-local address: on harp's link */
+		add_attr(msg, RTA_OIF, &ifindex, 4); /* a link-local address: on harp's link */
 	}
 	len = rtnl_ask(&req.nh, buf, sizeof(buf));
 	if (len < 0) {
@@ -270,6 +272,7 @@ static int neigh_get(const union wire_ip *ip, int ifindex, uint8_t mac[6])
 		struct ndmsg nd;
 		char attrs[64];
 	} req;
+	struct nlmsghdr *msg = (struct nlmsghdr *)&req; /* as in route_get */
 	char buf[4096];
 	struct rtattr *rta;
 	struct ndmsg *nd;
@@ -282,7 +285,7 @@ static int neigh_get(const union wire_ip *ip, int ifindex, uint8_t mac[6])
 	req.nh.nlmsg_flags = NLM_F_REQUEST;
 	req.nd.ndm_family = ip4 ? AF_INET : AF_INET6;
 	req.nd.ndm_ifindex = ifindex;
-	add_attr(&req.nh, NDA_DST, ip4 ? (const void *)&ip->w[3] : ip->b, ip4 ? 4 : 16);
+	add_attr(msg, NDA_DST, ip4 ? (const void *)&ip->w[3] : ip->b, ip4 ? 4 : 16);
 	len = rtnl_ask(&req.nh, buf, sizeof(buf));
 	if (len < 0) {
 		return len == -ENOENT ? -EAGAIN : len;

@@ -108,9 +108,8 @@ start_side() {
 
 # ran_on NAME QUEUES: harp's start-up line in NAME's stderr says it ran exactly QUEUES.
 ran_on() {
-	local line
-	line=$(grep -m1 -o "$if_a: [0-9]* queue(s) ([^,]*,\|$if_b: [0-9]* queue(s) ([^,]*," \
-		"$tmp/$1.err" || true)
+	local line re="IPv[46] [^,]*, [0-9]* queue(s) ([^,]*," # "<if>: IPv4 <addr>, <n> queue(s) (<q>,"
+	line=$(grep -m1 -o "$if_a: $re\|$if_b: $re" "$tmp/$1.err" || true)
 	echo "queue_share: $1: ${line:-no start-up line}"
 	[[ $line == *"($2," ]] || report "$1: expected harp to run queues $2"
 }
