@@ -865,7 +865,8 @@ static void expect_packets(struct harp_engine *e, const struct harp_conn *c,
 		bytes += r->recv.cap[i];
 	}
 	/* each packet takes as many fill-ring frames as its chain has pieces */
-	xsk_port_expect(&e->port, (bytes / c->payload_max + 1) * xsk_port_rx_pieces(&e->port, frame));
+	xsk_port_expect(&e->port,
+			(bytes / c->payload_max + 1) * xsk_port_rx_pieces(&e->port, frame));
 }
 
 /* Takes c's new requests in order; false when the next one must wait for a free slot. */

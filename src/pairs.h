@@ -21,8 +21,9 @@
  * Lock-free and insert-only: an entry, once written, never changes, so a reader needs no more
  * than one atomic load per slot. Ports are kept as the wire has them (network order). The
  * peer's address comes folded to 32 bits (wire_ip_fold, either family), then to 16: two peers
- * whose addresses fold alike share their pairs' owners, which only narrows the choice of pairs. A full table owns nothing more, and every
- * engine may use the pairs it does not hold (PAIRS_SLOTS is many times what probing writes).
+ * whose addresses fold alike share their pairs' owners, which only narrows the choice of pairs.
+ * A full table owns nothing more, and every engine may use the pairs it does not hold
+ * (PAIRS_SLOTS is many times what probing writes).
  */
 #define PAIRS_SLOTS  (1u << 16)
 #define PAIRS_PROBES 64 /* slots a lookup visits before it counts the table full */

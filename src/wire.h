@@ -2,9 +2,9 @@
 /*
  * harp's wire format (docs/PROTOCOL.md): Ethernet, IPv4 without options or IPv6 without
  * extension headers, UDP, then one or more records, each the 64-byte harp header and its body.
- * Multi-byte fields travel in network byte order. Building writes every header and both checksums; parsing checks every length and
- * checksum, and every record of the frame, before anything is read from a body, and never trusts
- * a field it has not bounded.
+ * Multi-byte fields travel in network byte order. Building writes every header and checksum;
+ * parsing checks every length and checksum, and every record of the frame, before anything is
+ * read from a body, and never trusts a field it has not bounded.
  */
 #ifndef HARP_WIRE_H
 #define HARP_WIRE_H
