@@ -5,12 +5,15 @@ hop, VPC-like fabric, all-reduce) of harp beside each peer the run measured, the
 and machine, and SVG plots drawn by gnuplot (latency, bandwidth and all-reduce bus bandwidth
 against size) in plots/ beside the page.
 
-    results_page.py write DIR FILE [--readme README]
+    results_page.py write DIR FILE [--readme README] [--ipv6 DIR6]... [--ipv4 DIR4]...
     results_page.py gpu FILE
     results_page.py check README FILE
 
 write: DIR is a perf/run results directory (results.jsonl, config.json). With --readme, the
 page's headline table also replaces what README holds between its two harp-results markers.
+With --ipv6, a section "Over IPv6" sets the veth pair's and the hashed hop's cases of DIR6 (perf/run
+--family 6) beside DIR's; with several DIR6 and more IPv4 runs (DIR4), each figure is the median
+of its family's runs. Every run must be of DIR's sitting (commit, machine, preset, peers).
 gpu: the page's GPU section (also part of write) renewed in place from perf/gpu/*.jsonl, the
 runs of tests/gpu/check.sh on GPU machines (harp-gpu/1 records), which perf/run cannot make here.
 check: exit 1 unless README's headline block is FILE's Headline table, every plot FILE shows
@@ -550,51 +553,104 @@ def load_run(run_dir):
     return recs, cfg, C.load_jsonl(os.path.join(run_dir, "notes.jsonl"))
 
 
-def ipv6_section(recs, cfg, run6):
-    """The veth pair's and the hashed hop's cases over IPv4 (this run) beside the same cases
-    over IPv6 (run6, a perf/run --family 6 of the same sitting), for harp and the first peer."""
-    recs6, cfg6, _ = run6
-    if cfg6.get("family") != "ipv6":
-        die("the IPv6 run's config says family %s, not ipv6" % cfg6.get("family"))
+def same_sitting(cfg, other, what):
+    """Dies unless another run (what: its directory) measured the same build and peers on the
+    same machine with the same preset as the page's run: the IPv6 section sets them side by
+    side."""
+    for key in ("commit", "host", "cpu_model", "kernel", "preset", "peer_plugins", "mtus"):
+        if other.get(key) != cfg.get(key):
+            die("%s is not of this run's sitting: its %s is %s, this run's %s" % (
+                what, key, other.get(key), cfg.get(key)))
+
+
+def median(vals):
+    vals = sorted(v for v in vals if v is not None)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def spread(vals):
+    """A cell of several runs' figures: their median, with their range when more than one."""
+    vals = [v for v in vals if v is not None]
+    if len(vals) < 2:
+        return num(median(vals))
+    return "%s (%s..%s)" % (num(median(vals)), num(min(vals)), num(max(vals)))
+
+
+def ipv6_section(recs, cfg, more4, runs6):
+    """The veth pair's and the hashed hop's cases over IPv4 beside the same cases over IPv6,
+    for harp and the first peer. IPv4's figures come from this run and more4, IPv6's from runs6
+    (perf/run --family 6), all [(records, config, directory)] of the same sitting; with more
+    than one run a side, each figure is the median of the runs'."""
+    for _, cfg6, d in runs6:
+        if cfg6.get("family") != "ipv6":
+            die("%s: its config says family %s, not ipv6" % (d, cfg6.get("family")))
+        same_sitting(cfg, cfg6, d)
+    for _, cfg4, d in more4:
+        if cfg4.get("family", "ipv4") != "ipv4":
+            die("%s: its config says family %s, not ipv4" % (d, cfg4.get("family")))
+        same_sitting(cfg, cfg4, d)
     titles = [t for _, t in impls(cfg)]
     peer = titles[1] if len(titles) > 1 else None
+
     def case(r):  # a row's case, without what the kernel's figure came from (none over IPv6)
         return re.sub(r" \(kernel TCP: [^)]*\)", "", r.what)
 
-    rows4 = veth_rows(recs, cfg) + hop_rows(recs, cfg)
-    rows6 = {case(r): r for r in veth_rows(recs6, cfg6) + hop_rows(recs6, cfg6)}
+    def by_case(runs):
+        return [{case(r): r for r in veth_rows(rs, c) + hop_rows(rs, c)} for rs, c, _ in runs]
+
+    tables4 = by_case([(recs, cfg, None)] + more4)
+    tables6 = by_case(runs6)
+
+    def figures(tables, name, k):
+        return [t[name].values[k] for t in tables
+                if name in t and len(t[name].values) > k and t[name].values[k] is not None]
+
     head = ["case", "harp, IPv4", "harp, IPv6", "IPv6 / IPv4"]
     if peer:
         head += ["%s, IPv4" % peer, "%s, IPv6" % peer]
     head.append("better")
     lines = []
-    for r in rows4:
-        r6 = rows6.get(case(r))
-        if not r6 or r.values[0] is None or r6.values[0] is None:
+    for r in veth_rows(recs, cfg) + hop_rows(recs, cfg):
+        name = case(r)
+        h4, h6 = figures(tables4, name, 0), figures(tables6, name, 0)
+        if not h4 or not h6:
             continue
-        cells = [case(r), num(r.values[0]), num(r6.values[0]),
-                 C.fmt(C.ratio(r6.values[0], r.values[0]))]
+        cells = [name, spread(h4), spread(h6), C.fmt(C.ratio(median(h6), median(h4)))]
         if peer:
-            cells += [num(r.values[1]), num(r6.values[1])]
+            cells += [spread(figures(tables4, name, 1)), spread(figures(tables6, name, 1))]
         lines.append(cells + [r.better])
     if not lines:
         return ""
+    n4, n6 = len(tables4), len(tables6)
+    if n4 == 1 and n6 == 1:
+        how = ("The same cases on links with IPv6 addresses only, measured right after this "
+               "run (`%s`)." % runs6[0][1].get("command", "perf/run --family 6"))
+    else:
+        how = ("The same cases on links with IPv6 addresses only. A figure moves from one run "
+               "to the next by more than IPv6 costs, so the two families ran in turn, IPv6 "
+               "first, %d and %d times in this sitting (`%s`; the last IPv4 run is the rest of "
+               "this page's). Each cell is the median of its family's runs, their range in "
+               "brackets; the ratio is of the medians." % (
+                   n6, n4, cfg.get("page_command") or cfg.get("command")))
     return "## Over IPv6\n\n%s\n%s" % (para(
-        "The same cases on links with IPv6 addresses only, measured right after this run "
-        "(`%s`): 20 bytes more of IP header in every packet, a UDP checksum in every one. "
+        how + " 20 bytes more of IP header in every packet, a UDP checksum in every one. "
         "Kernel TCP and raw AF_XDP are left out here (sockperf 3.7 and `harp-perf raw` send "
-        "IPv4 only)." % cfg6.get("command", "perf/run --family 6")), C.md_table(head, lines))
+        "IPv4 only)."), C.md_table(head, lines))
 
 
-def write_page(path, run_dir, recs, cfg, notes, run6=None):
+def write_page(path, run_dir, recs, cfg, notes, runs6=(), more4=()):
     plot_dir = os.path.join(os.path.dirname(path), "plots")
     plots, plot_err = draw(run_dir, plot_dir, recs, cfg)
     titles = [t for _, t in impls(cfg)]
     out = ["# harp's results\n",
-           "<!-- Written by perf/results_page.py from one perf/run; regenerate, do not edit. "
+           "<!-- Written by perf/results_page.py from perf/run's records; regenerate, do not edit. "
            "-->\n",
            "Regenerate (as root, after a build; every harp transfer is verified byte for "
-           "byte):\n\n    %s\n" % cfg.get("command", "perf/run --results FILE"),
+           "byte):\n\n    %s\n" % (cfg.get("page_command") or
+                                 cfg.get("command", "perf/run --results FILE")),
            C.md_table(["run", ""], machine_rows(recs, cfg)),
            para("Each figure is one run's. Beside harp: %s; kernel TCP (iperf3 streams, sockperf "
            "round trips and message rate); and raw AF_XDP (`harp-perf raw`: frames through the "
@@ -634,8 +690,8 @@ def write_page(path, run_dir, recs, cfg, notes, run6=None):
         if rows:
             out.append("## %s\n\n%s\n%s" % (title, para(about), table(rows, cfg, with_kernel)))
     out.append(floor_section(veth_rows(recs, cfg), cfg))
-    if run6:
-        out.append(ipv6_section(recs, cfg, run6))
+    if runs6:
+        out.append(ipv6_section(recs, cfg, list(more4), list(runs6)))
     missing = [m for m in str(cfg.get("peers_missing") or "").split("|") if m]
     if missing:
         out.append("Peers asked for that could not run:\n\n" +
@@ -726,8 +782,12 @@ def main():
     p.add_argument("dir")
     p.add_argument("file")
     p.add_argument("--readme")
-    p.add_argument("--ipv6", help="a perf/run --family 6 directory: its cases beside this "
-                   "run's, in a section of their own")
+    p.add_argument("--ipv6", action="append", default=[],
+                   help="a perf/run --family 6 directory of the same sitting: its cases beside "
+                   "this run's, in a section of their own (repeat: each figure the runs' median)")
+    p.add_argument("--ipv4", action="append", default=[],
+                   help="with --ipv6: another IPv4 run of the same sitting for that section's "
+                   "medians (repeatable)")
     p = sub.add_parser("gpu", help="renew the page's GPU section from perf/gpu/")
     p.add_argument("file")
     p = sub.add_parser("check", help="README's headline is the page's; its plots exist")
@@ -740,8 +800,11 @@ def main():
         renew_gpu(args.file)
         return
     recs, cfg, notes = load_run(args.dir)
-    run6 = load_run(args.ipv6) if args.ipv6 else None
-    plot_err = write_page(args.file, args.dir, recs, cfg, notes, run6)
+    if args.ipv4 and not args.ipv6:
+        die("--ipv4 serves the IPv6 section; name its --ipv6 run(s) too")
+    runs6 = [load_run(d)[:2] + (d,) for d in args.ipv6]
+    more4 = [load_run(d)[:2] + (d,) for d in args.ipv4]
+    plot_err = write_page(args.file, args.dir, recs, cfg, notes, runs6, more4)
     if args.readme:
         renew_readme(args.readme, recs, cfg, args.file)
     if plot_err:
