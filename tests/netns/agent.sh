@@ -701,6 +701,18 @@ fi
 for side in a b; do
 	ns_var=ns_$side if_var=if_$side
 	kill -TERM "${run_pid[$side]}"
+	# should it still run after 20 s (timeout kills it at 30), what its processes wait in
+	for ((t = 0; t < 200; t++)); do
+		kill -0 "${run_pid[$side]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "${run_pid[$side]}" 2>/dev/null; then
+		echo "agent: stop side=$side: run still runs 20 s after SIGTERM; its processes:"
+		ps -e -o pid=,ppid=,stat=,wchan:24=,etime=,args= | awk -v top="${run_pid[$side]}" '
+			{ line[$1] = $0; parent[$1] = $2 }
+			END { for (p in line) { for (q = p; q in parent && q != top; q = parent[q]) {}
+				if (q == top) print "    ps | " line[p] } }'
+	fi
 	rc=0
 	wait "${run_pid[$side]}" || rc=$?
 	echo "agent: case=stop side=$side rc=$rc"
@@ -713,7 +725,9 @@ for side in a b; do
 done
 
 if ((fail)); then
-	sed 's/^/    agent-b | /' "$tmp/agent-b.log" | tail -n 40
+	for side in a b; do
+		sed "s/^/    agent-$side | /" "$tmp/agent-$side.log" | tail -n 40
+	done
 	exit 1
 fi
 echo "agent: every case held"
