@@ -392,6 +392,12 @@ class Target:
         return "**missed**: %.2fx the limit" % (self.ratio / self.goal)
 
 
+def median(vals):
+    """The median of the values that are not None; None when there are none."""
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
 def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
@@ -1052,10 +1058,6 @@ def cmd_medians(args):
                 order.append(key)
             rows[key].append(t)
 
-    def med(vals):
-        vals = sorted(v for v in vals if v is not None)
-        return statistics.median(vals) if vals else None
-
     print("Medians of %d runs: %s" % (len(runs), ", ".join(os.path.basename(os.path.normpath(d))
                                                           for d in args.dirs)))
     print()
@@ -1064,8 +1066,9 @@ def cmd_medians(args):
     for key in order:
         ts = rows[key]
         first = ts[0]
-        m = Target(first.num, first.what, med(t.harp for t in ts), med(t.peer for t in ts),
-                   med(t.ratio for t in ts), first.op, first.goal, first.unit)
+        m = Target(first.num, first.what, median(t.harp for t in ts),
+                   median(t.peer for t in ts), median(t.ratio for t in ts), first.op, first.goal,
+                   first.unit)
         spread = " ".join(fmt(t.ratio) for t in ts)
         print("| %s | %s | %s %s | %s | %s | %s | %s |" % (
             m.num, m.what, fmt(m.harp), m.unit, fmt(m.peer), fmt(m.ratio), spread,

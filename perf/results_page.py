@@ -563,20 +563,12 @@ def same_sitting(cfg, other, what):
                 what, key, other.get(key), cfg.get(key)))
 
 
-def median(vals):
-    vals = sorted(v for v in vals if v is not None)
-    if not vals:
-        return None
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
-
-
 def spread(vals):
     """A cell of several runs' figures: their median, with their range when more than one."""
     vals = [v for v in vals if v is not None]
     if len(vals) < 2:
-        return num(median(vals))
-    return "%s (%s..%s)" % (num(median(vals)), num(min(vals)), num(max(vals)))
+        return num(C.median(vals))
+    return "%s (%s..%s)" % (num(C.median(vals)), num(min(vals)), num(max(vals)))
 
 
 def ipv6_section(recs, cfg, more4, runs6):
@@ -613,12 +605,11 @@ def ipv6_section(recs, cfg, more4, runs6):
         head += ["%s, IPv4" % peer, "%s, IPv6" % peer]
     head.append("better")
     lines = []
-    for r in veth_rows(recs, cfg) + hop_rows(recs, cfg):
-        name = case(r)
+    for name, r in tables4[0].items():  # the page's own run, in its order
         h4, h6 = figures(tables4, name, 0), figures(tables6, name, 0)
         if not h4 or not h6:
             continue
-        cells = [name, spread(h4), spread(h6), C.fmt(C.ratio(median(h6), median(h4)))]
+        cells = [name, spread(h4), spread(h6), C.fmt(C.ratio(C.median(h6), C.median(h4)))]
         if peer:
             cells += [spread(figures(tables4, name, 1)), spread(figures(tables6, name, 1))]
         lines.append(cells + [r.better])
