@@ -112,30 +112,38 @@ struct auth_key {
 
 struct harp_auth {
 	struct auth_key tx, rx;
+	struct auth_key ctl_tx, ctl_rx; /* the control channel's, one per direction */
 	bool aes;
 	uint64_t tx_count; /* frames sealed: the next one's counter */
+	uint64_t ctl_tx_count; /* control messages sealed: the next one's counter */
+	uint64_t ctl_rx_next;  /* one past the newest control counter taken */
 	/* the replay window: one past the newest counter taken, and a bit for each of the last
 	 * AUTH_REPLAY_WINDOW counters (counter % AUTH_REPLAY_WINDOW), set once taken */
 	uint64_t rx_next;
 	uint64_t rx_taken[AUTH_REPLAY_WINDOW / 64];
 };
 
+/* What each key is for: its label, 15 bytes with the NUL, so no two keys are the same. */
+static const char label_frames[] = "harp frames v1";
+static const char label_control[] = "harp control v1";
+_Static_assert(sizeof(label_frames) == 15, "the frames' label is 15 bytes with its NUL");
+
 /*
  * One direction's key, bound to the addresses its frames travel between: BLAKE2b keyed with the
  * key exchange's session key, over a label and the sender's then the receiver's address (4
  * bytes each over IPv4, 16 over IPv6).
  */
-static int key_set(struct auth_key *k, const uint8_t *session, const union wire_ip *from_ip,
+static int key_set(struct auth_key *k, const char *label, size_t label_len,
+		   const uint8_t *session, const union wire_ip *from_ip,
 		   const union wire_ip *to_ip, bool aes)
 {
-	static const char label[] = "harp frames v1";
-	uint8_t in[sizeof(label) + 32];
+	uint8_t in[sizeof(label_control) + 32];
 	size_t n = wire_ip_is4(from_ip) ? 4 : 16;
 
-	memcpy(in, label, sizeof(label));
-	memcpy(in + sizeof(label), from_ip->b + 16 - n, n);
-	memcpy(in + sizeof(label) + n, to_ip->b + 16 - n, n);
-	if (so.hash(k->raw, sizeof(k->raw), in, sizeof(label) + 2 * n, session,
+	memcpy(in, label, label_len);
+	memcpy(in + label_len, from_ip->b + 16 - n, n);
+	memcpy(in + label_len + n, to_ip->b + 16 - n, n);
+	if (so.hash(k->raw, sizeof(k->raw), in, label_len + 2 * n, session,
 		    crypto_kx_SESSIONKEYBYTES)) {
 		return -EPROTO;
 	}
@@ -143,6 +151,26 @@ static int key_set(struct auth_key *k, const uint8_t *session, const union wire_
 		so.aes_beforenm(&k->aes, k->raw);
 	}
 	return 0;
+}
+
+/* Both directions' keys, for the frames and for the control channel. */
+static int keys_set(struct harp_auth *a, const uint8_t *tx, const uint8_t *rx,
+		    const union wire_ip *local_ip, const union wire_ip *peer_ip)
+{
+	const size_t lf = sizeof(label_frames), lc = sizeof(label_control);
+	int err;
+
+	err = key_set(&a->tx, label_frames, lf, tx, local_ip, peer_ip, a->aes);
+	if (!err) {
+		err = key_set(&a->rx, label_frames, lf, rx, peer_ip, local_ip, a->aes);
+	}
+	if (!err) {
+		err = key_set(&a->ctl_tx, label_control, lc, tx, local_ip, peer_ip, a->aes);
+	}
+	if (!err) {
+		err = key_set(&a->ctl_rx, label_control, lc, rx, peer_ip, local_ip, a->aes);
+	}
+	return err;
 }
 
 struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool connector,
@@ -166,10 +194,7 @@ struct harp_auth *auth_new(struct auth_keypair *kp, const uint8_t *peer_pk, bool
 	} else {
 		memset(a, 0, sizeof(*a));
 		a->aes = aes;
-		*err = key_set(&a->tx, tx, local_ip, peer_ip, aes);
-		if (!*err) {
-			*err = key_set(&a->rx, rx, peer_ip, local_ip, aes);
-		}
+		*err = keys_set(a, tx, rx, local_ip, peer_ip);
 		if (*err) {
 			auth_free(a);
 			a = NULL;
@@ -268,6 +293,59 @@ enum auth_verdict auth_open(struct harp_auth *a, uint16_t src_port, uint16_t dst
 	return take_counter(a, n) ? AUTH_OK : AUTH_REPLAYED;
 }
 
+/* The control channel's nonce: 4 zero bytes, then the counter as the trailer has it. */
+static void ctl_nonce_of(uint8_t nonce[12], const uint8_t counter[8])
+{
+	memset(nonce, 0, 4);
+	memcpy(nonce + 4, counter, 8);
+}
+
+void auth_seal_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len, uint8_t *trailer)
+{
+	uint8_t nonce[12], none[1] = { 0 };
+	uint64_t n = a->ctl_tx_count++;
+	int i;
+
+	for (i = 7; i >= 0; i--, n >>= 8) {
+		trailer[i] = (uint8_t)n;
+	}
+	ctl_nonce_of(nonce, trailer);
+	if (a->aes) {
+		so.aes_seal(none, trailer + 8, NULL, none, 0, msg, len, NULL, nonce, &a->ctl_tx.aes);
+	} else {
+		so.chacha_seal(none, trailer + 8, NULL, none, 0, msg, len, NULL, nonce,
+			       a->ctl_tx.raw);
+	}
+}
+
+enum auth_verdict auth_open_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len,
+				const uint8_t *trailer)
+{
+	uint8_t nonce[12], none[1] = { 0 };
+	uint64_t n = 0;
+	int rc, i;
+
+	ctl_nonce_of(nonce, trailer);
+	if (a->aes) {
+		rc = so.aes_open(none, NULL, none, 0, trailer + 8, msg, len, nonce, &a->ctl_rx.aes);
+	} else {
+		rc = so.chacha_open(none, NULL, none, 0, trailer + 8, msg, len, nonce,
+				    a->ctl_rx.raw);
+	}
+	if (rc) {
+		return AUTH_FORGED;
+	}
+	for (i = 0; i < 8; i++) {
+		n = n << 8 | trailer[i];
+	}
+	/* TCP keeps the order: a counter behind the newest taken was taken, or never will be */
+	if (n < a->ctl_rx_next) {
+		return AUTH_REPLAYED;
+	}
+	a->ctl_rx_next = n + 1;
+	return AUTH_OK;
+}
+
 #else /* built without libsodium's header */
 
 int auth_load(char *why, size_t whylen)
@@ -317,6 +395,18 @@ enum auth_verdict auth_open(struct harp_auth *a, uint16_t src_port, uint16_t dst
 			    const uint8_t *records, uint32_t len, const uint8_t *trailer)
 {
 	(void)a, (void)src_port, (void)dst_port, (void)records, (void)len, (void)trailer;
+	return AUTH_FORGED;
+}
+
+void auth_seal_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len, uint8_t *trailer)
+{
+	(void)a, (void)msg, (void)len, (void)trailer;
+}
+
+enum auth_verdict auth_open_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len,
+				const uint8_t *trailer)
+{
+	(void)a, (void)msg, (void)len, (void)trailer;
 	return AUTH_FORGED;
 }
 

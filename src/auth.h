@@ -87,4 +87,15 @@ void auth_seal(struct harp_auth *a, uint16_t src_port, uint16_t dst_port, uint8_
 enum auth_verdict auth_open(struct harp_auth *a, uint16_t src_port, uint16_t dst_port,
 			    const uint8_t *records, uint32_t len, const uint8_t *trailer);
 
+/*
+ * The control channel's messages after set-up (chan.c) carry the same trailer, made with keys of
+ * their own (another label) and a nonce of 4 zero bytes and the counter, over the len bytes of
+ * the message as associated data. auth_seal_ctl writes HARP_AUTH_TRAILER bytes at trailer;
+ * auth_open_ctl takes a counter only if it is past every one taken before (TCP keeps the order,
+ * and a message the socket had no room for leaves a gap). Called by the connection's engine.
+ */
+void auth_seal_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len, uint8_t *trailer);
+enum auth_verdict auth_open_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len,
+				const uint8_t *trailer);
+
 #endif

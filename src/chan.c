@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The control channel after set-up (chan.h). Sends never block: a message that finds the socket
+ * The control channel after set-up (chan.h). Under HARP_AUTH each message carries a counter and a
+ * MAC made with the connection's control keys (auth.h), and one that fails is refused and
+ * counted, never applied. Sends never block: a message that finds the socket
  * full is dropped with a debug line (a path report is asked for again by the peer's next probe
  * round; a close still reaches the peer as the socket's end of file, without its final ack), and
  * the rest of one it took in part goes before the next. Reads take whole messages, as many as
@@ -13,19 +15,64 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "auth.h"
 #include "chan.h"
+
+_Static_assert(sizeof(((struct harp_conn *)0)->chan_rest) ==
+		       sizeof(struct chan_msg) + HARP_AUTH_TRAILER,
+	       "chan_rest holds the rest of one message");
+
+/* A message's bytes on the wire: the 16, and under HARP_AUTH the trailer after them. */
+static size_t chan_len(const struct harp_conn *c)
+{
+	return sizeof(struct chan_msg) + (c->auth ? HARP_AUTH_TRAILER : 0);
+}
+
+/*
+ * Under HARP_AUTH, whether the peer made the message at bytes: one whose MAC fails, or whose
+ * counter is not past the last one taken, is refused, counted and logged (the first of each
+ * connection at error level; nothing it says is applied).
+ */
+static bool chan_authentic(struct harp_conn *c, const uint8_t *bytes)
+{
+	enum auth_verdict v;
+
+	if (!c->auth) {
+		return true;
+	}
+	v = auth_open_ctl(c->auth, bytes, sizeof(struct chan_msg), bytes + sizeof(struct chan_msg));
+	if (v == AUTH_OK) {
+		return true;
+	}
+	if (!c->stats.ctrl_refused++) {
+		pr_err("conn %u: a control message from %s's side %s; refused (ctrl_refused counts "
+		       "them: someone on the path writes into the control connection)",
+		       c->id, WIRE_IP_STR(&c->path.dst_ip),
+		       v == AUTH_FORGED ? "fails its MAC" : "repeats an old counter");
+	}
+	return false;
+}
 
 /* What one message says: 1 for CHAN_SILENT (chan_poll passes it on), else 0; -EPROTO (the
  * connection failed) when it is not one of ours. */
-static int chan_take(struct harp_conn *c, const struct chan_msg *m, uint64_t now)
+static int chan_take(struct harp_conn *c, const uint8_t *bytes, uint64_t now)
 {
 	struct ctrlmsg_chan msg;
 	char why[96];
 
-	if (ctrlmsg_chan_check(m, sizeof(*m), &msg, why, sizeof(why))) {
+	if (ctrlmsg_chan_check(bytes, sizeof(struct chan_msg), &msg, why, sizeof(why))) {
+		if (c->auth) {
+			/* not the peer's: the stream is someone else's from here, and the peer's
+			 * messages no longer line up; the data path goes on without them */
+			chan_authentic(c, bytes);
+			return 0;
+		}
 		pr_err("conn %u: %s", c->id, why);
 		conn_fail(c, -EPROTO);
 		return -EPROTO;
+	}
+	if (!chan_authentic(c, bytes)) {
+		return 0;
 	}
 	if (msg.type == CHAN_PATH) {
 		conn_on_probe_result(c, msg.round, msg.value, now);
@@ -34,22 +81,25 @@ static int chan_take(struct harp_conn *c, const struct chan_msg *m, uint64_t now
 		return 1; /* the engine's zc_watch acts on it */
 	} else if (msg.type == CHAN_UNHEARD) {
 		conn_on_peer_unheard(c, msg.value, now);
-	} else {
+	} else if (!c->peer_closed) {
 		c->peer_closed = true;
-		conn_on_peer_close(c, msg.value, now);
+		if (conn_on_peer_close(c, msg.value, now)) {
+			chan_send_close(c); /* our side is done too: the peer's lingering ends */
+		}
 	}
 	return 0;
 }
 
 int chan_poll(struct harp_conn *c, uint64_t now)
 {
-	struct chan_msg m[CONN_PROBE_CANDS]; /* a probe round's reports in one read */
-	size_t whole, i;
+	/* a probe round's reports in one read */
+	uint8_t m[CONN_PROBE_CANDS * (sizeof(struct chan_msg) + HARP_AUTH_TRAILER)];
+	size_t len = chan_len(c), whole, i;
 	int err, silent = 0;
 	ssize_t n;
 
 	for (;;) {
-		n = recv(c->ctrl_fd, m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
+		n = recv(c->ctrl_fd, m, CONN_PROBE_CANDS * len, MSG_DONTWAIT | MSG_PEEK);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
 			return silent;
 		}
@@ -72,13 +122,12 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 		}
 		/* the whole messages peeked at are there to take; a partial one waits for its
 		 * rest */
-		whole = (size_t)n / sizeof(m[0]);
-		if (!whole || recv(c->ctrl_fd, m, whole * sizeof(m[0]), MSG_DONTWAIT) !=
-				      (ssize_t)(whole * sizeof(m[0]))) {
+		whole = (size_t)n / len;
+		if (!whole || recv(c->ctrl_fd, m, whole * len, MSG_DONTWAIT) != (ssize_t)(whole * len)) {
 			return silent;
 		}
 		for (i = 0; i < whole; i++) {
-			err = chan_take(c, &m[i], now);
+			err = chan_take(c, m + i * len, now);
 			if (err < 0) {
 				return err;
 			}
@@ -88,15 +137,24 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 }
 
 /*
- * Writes whole messages, len bytes, without blocking. The stream must stay in step: the rest of
- * a message the socket took only part of is kept and goes first next time; until it has gone,
- * new messages are dropped. Returns the messages written whole or in part.
+ * Writes count messages, sealing each under HARP_AUTH, without blocking. The stream must stay in
+ * step: the rest of a message the socket took only part of is kept and goes first next time;
+ * until it has gone, new messages are dropped (under HARP_AUTH their counters are skipped, which
+ * the peer allows). Returns the messages written whole or in part.
  */
-static size_t chan_write(struct harp_conn *c, const struct chan_msg *m, size_t count)
+static size_t chan_write(struct harp_conn *c, const struct chan_msg *msgs, size_t count)
 {
-	size_t len = count * sizeof(*m), cut;
+	uint8_t m[CONN_PROBE_CANDS * (sizeof(struct chan_msg) + HARP_AUTH_TRAILER)];
+	size_t one = chan_len(c), len = count * one, cut, i;
 	ssize_t n;
 
+	for (i = 0; i < count; i++) {
+		memcpy(m + i * one, &msgs[i], sizeof(msgs[i]));
+		if (c->auth) {
+			auth_seal_ctl(c->auth, m + i * one, sizeof(msgs[i]),
+				      m + i * one + sizeof(msgs[i]));
+		}
+	}
 	if (c->chan_rest_len) {
 		n = send(c->ctrl_fd, c->chan_rest, c->chan_rest_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
@@ -111,12 +169,12 @@ static size_t chan_write(struct harp_conn *c, const struct chan_msg *m, size_t c
 	if (n <= 0) {
 		return 0;
 	}
-	cut = (size_t)n % sizeof(*m);
+	cut = (size_t)n % one;
 	if (cut) {
-		c->chan_rest_len = (uint8_t)(sizeof(*m) - cut);
-		memcpy(c->chan_rest, (const uint8_t *)m + n, c->chan_rest_len);
+		c->chan_rest_len = (uint8_t)(one - cut);
+		memcpy(c->chan_rest, m + n, c->chan_rest_len);
 	}
-	return ((size_t)n + sizeof(*m) - 1) / sizeof(*m);
+	return ((size_t)n + one - 1) / one;
 }
 
 void chan_send_paths(struct harp_conn *c)

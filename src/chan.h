@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A running connection's control channel: the TCP connection that set it up (control.c) stays
- * open beside the data, and carries three messages, each 16 bytes. Its end of file or reset tells
- * the engine at once that the peer closed or died. The engine reads and writes it; set-up hands
+ * open beside the data, and carries four messages, each 16 bytes, and under HARP_AUTH a counter
+ * and a MAC after each (40 bytes). Its end of file or reset tells the engine at once that the
+ * peer closed or died. The engine reads and writes it; set-up hands
  * it over with the connection.
  */
 #ifndef HARP_CHAN_H
@@ -22,7 +23,7 @@ int chan_poll(struct harp_conn *c, uint64_t now);
 bool chan_note_path(struct harp_conn *c, uint32_t round, uint32_t cand);
 /* Sends the noted reports, all in one write. */
 void chan_send_paths(struct harp_conn *c);
-/* Tells the peer we close, with our final cumulative ack. */
+/* Tells the peer we close, with our rcv_nxt: what it sent before that, it waits to see acked. */
 void chan_send_close(struct harp_conn *c);
 /* Tells the peer that nothing of its data path has reached us for ms while we waited on it. */
 void chan_send_silent(struct harp_conn *c, uint32_t ms);

@@ -168,18 +168,57 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	}
 	ack_on_ack(c, h->ack_psn, NULL, 0, h->ts_echo, now);
 	if (c->lingering) {
-		return; /* its receives are gone: nothing is delivered, nothing acked */
+		/* its receives are gone: nothing is delivered; closed, it acks again what came
+		 * before (the peer's last sends complete on that) */
+		if (c->answering) {
+			deliver_closed(c, p, now);
+		}
+		return;
 	}
 	deliver_packet(c, p, now);
 }
 
-void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now)
+/*
+ * The peer closed (CHAN_CLOSE with its rcv_nxt). That value is a bound, never an ack: a send
+ * completes on ACK frames alone, so whoever writes into the control connection can end this
+ * connection but cannot complete a send that did not arrive. What was sent before the bound is
+ * waited for: the peer lingers answering it (deliver_closed) until we close too; what is past
+ * it will never be taken. Returns conn_peer_close_check's verdict.
+ */
+bool conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now)
 {
-	uint32_t ssn;
+	uint32_t bound = peer_rcv_nxt;
 
-	ack_on_ack(c, peer_rcv_nxt, NULL, 0, 0, now);
-	/* Unsolicited sends the peer took before it closed were delivered, like a kernel socket's
-	 * acknowledged bytes: they complete, though the CTS that would bind them may never come. */
+	(void)now;
+	if (psn_before(bound, c->snd_una)) {
+		bound = c->snd_una;
+	}
+	if (psn_before(c->snd_nxt, bound)) {
+		bound = c->snd_nxt;
+	}
+	c->close_psn = bound;
+	c->peer_closing = true;
+	return conn_peer_close_check(c);
+}
+
+bool conn_peer_close_check(struct harp_conn *c)
+{
+	uint32_t ssn, psn;
+
+	if (!c->peer_closing || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		return false;
+	}
+	/* what lingering gave up (dead) is never sent again: only the rest is waited for */
+	for (psn = c->snd_una; psn_before(psn, c->close_psn); psn++) {
+		const struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && !rec->dead) {
+			return false;
+		}
+	}
+	c->peer_closing = false;
+	/* Unsolicited sends the peer acked before it closed were delivered, like a kernel socket's
+	 * acknowledged bytes: they complete, though the CTS that would bind them never comes. */
 	for (ssn = c->ssn_bound; psn_before(ssn, c->ssn_cur); ssn++) {
 		struct harp_req *s = c->send_slots[ssn & (CONN_REQS - 1)];
 
@@ -188,6 +227,7 @@ void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now
 		}
 	}
 	conn_fail(c, -ECONNRESET);
+	return true;
 }
 
 static void declare_dead(struct harp_conn *c, uint64_t silent_ns, uint64_t peer_timeout_ns,

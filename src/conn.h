@@ -215,9 +215,13 @@ struct harp_conn {
 	uint32_t report_round[CONN_PROBE_CANDS], report_cand[CONN_PROBE_CANDS];
 	uint32_t nreports;
 	/* the rest of a control message the socket took only part of: written before any other */
-	uint8_t chan_rest[16];
+	uint8_t chan_rest[16 + HARP_AUTH_TRAILER]; /* a message (ctrlmsg.h) and its trailer */
 	uint8_t chan_rest_len;
 	bool peer_closed; /* the peer said close on the control channel */
+	/* after that, until every packet sent before close_psn (its rcv_nxt then) is acked:
+	 * conn_on_peer_close */
+	bool peer_closing;
+	uint32_t close_psn;
 	/* Silence reports (CHAN_SILENT): when we told the peer that it has not been heard for the
 	 * stall time while we waited on it (0: not in this silence), and what the peer told us of
 	 * ours (ms; 0: nothing) */
@@ -252,6 +256,11 @@ struct harp_conn {
 	uint32_t recvs_open; /* receives taken and not yet finished */
 	bool lingering;	       /* its requests failed; only its eager sends still go, till acked */
 	int linger_err;	       /* the error it fails with once they are (not closed) */
+	/* closed by its user: lingering, it also acks again what the peer sent before (its acks
+	 * may have been lost), from when it told the peer it closed (close_told_ns; 0: not yet)
+	 * until the peer closes too or is quiet for half its peer timeout */
+	bool answering;
+	uint64_t close_told_ns;
 	/* -- what goes next (transmit.c) -- */
 	uint32_t snd_nxt; /* next psn to give a new packet */
 	uint32_t inflight; /* records in a path's pipe (sendq.h) */
@@ -342,13 +351,24 @@ void conn_fail(struct harp_conn *c, int err);
  * while sends it was told are complete are not yet acked: fails every pending request with err,
  * gives up what else is in flight, and keeps only those sends going, from their copies, until
  * they are acked (conn_linger_done) or the connection fails. False when no such send waits.
+ * answer (a close by its user): it lingers in any case, and acks again what the peer sent
+ * before the close (answering), until the peer closes too or falls quiet.
  */
-bool conn_linger(struct harp_conn *c, int err);
-bool conn_linger_done(const struct harp_conn *c);
+bool conn_linger(struct harp_conn *c, int err, bool answer);
+/* Whether lingering is over: its eager sends acked and, answering, the peer closed or was quiet
+ * for quiet_ns since we told it we closed. */
+bool conn_linger_done(const struct harp_conn *c, uint64_t now, uint64_t quiet_ns);
 /* Lingering is over for a connection its user aborted, not closed: it fails with its error. */
 void conn_linger_fail(struct harp_conn *c);
-/* The peer's final cumulative ack, from its close message on the control channel. */
-void conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now);
+/*
+ * The peer said it closed, with its rcv_nxt (chan.c). Its value bounds what may still be acked,
+ * and acks nothing: the connection fails with ECONNRESET once every packet sent before it is
+ * acked by ACK frames (conn_peer_close_check, called again by the engine's timers), or by the
+ * peer timeout when those acks never come. True when it failed now (tell the peer: it lingers
+ * until then).
+ */
+bool conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now);
+bool conn_peer_close_check(struct harp_conn *c);
 
 /* Something to transmit: a reliable packet (new or again), an ACK or a PROBE. */
 struct conn_tx {

@@ -61,8 +61,9 @@ int ctrlmsg_handle_parse(const void *bytes, size_t len, struct ctrlmsg_handle *o
 /* 2: paths found by probing; 3: a frame may carry several records; 4: small sends may go
  * unsolicited; 5: X25519 keys for HARP_AUTH (96 bytes); 6: path MTU probes, packets sent again
  * in parts (wire version 3); 7: HARP_AUTH's keys bound to the addresses, its nonce to the ports,
- * and a replay window; 9: IPv6 data addresses (family, ipv6) */
-#define HELLO_VERSION 9
+ * and a replay window; 9: IPv6 data addresses (family, ipv6); 10: under HARP_AUTH the messages
+ * after set-up carry a counter and a MAC, and a close's value no longer acks */
+#define HELLO_VERSION 10
 #define HELLO_MIN_MTU 576 /* what every IPv4 host must take */
 #define HELLO_MIN_MTU6 1280 /* and every IPv6 link (RFC 8200) */
 
@@ -116,7 +117,7 @@ int ctrlmsg_hello_check(const void *bytes, size_t len, enum hello_type want, uin
 /* ---- a running connection's control channel (chan.h) ----------------------------------------- */
 
 enum chan_msg_type {
-	CHAN_CLOSE = 1, /* value: the sender's rcv_nxt, its final cumulative ack */
+	CHAN_CLOSE = 1, /* value: the sender's rcv_nxt, the bound of what it may still ack */
 	CHAN_PATH = 2,	/* value: a probe candidate that reached us; reserved: its round */
 	CHAN_SILENT = 3, /* value: ms we have heard nothing from the sender's data path while we
 			  * waited on it (its frames do not reach us) */
@@ -125,7 +126,8 @@ enum chan_msg_type {
 			   * fresh ones */
 };
 
-/* Integers in network order. */
+/* Integers in network order. Under HARP_AUTH each is followed by HARP_AUTH_TRAILER bytes: a
+ * counter and a MAC over the 16 (auth_seal_ctl). */
 struct chan_msg {
 	uint32_t magic;
 	uint32_t type;

@@ -422,3 +422,20 @@ void deliver_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		c->rcv_nxt++;
 	}
 }
+
+void deliver_closed(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
+{
+	uint32_t psn = p->h.psn;
+
+	if (!psn_before(psn, c->rcv_nxt) &&
+	    ((uint32_t)(psn - c->rcv_nxt) >= CONN_TXQ || !rcv_bit(c, psn))) {
+		return; /* after the close: never taken, never acked */
+	}
+	/* the peer waits for our ack of it: it went missing */
+	c->stats.rx_duplicates++;
+	if (!c->ack_due) {
+		c->ack_due = true;
+		c->ack_due_ns = now;
+	}
+	c->ack_now = c->ack_twin = true;
+}

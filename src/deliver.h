@@ -11,6 +11,9 @@
 
 /* A reliable packet for c, which takes them (not lingering). */
 void deliver_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
+/* A reliable packet for c, closed by its user and lingering (answering): nothing is delivered,
+ * but one that arrived before is acked again. */
+void deliver_closed(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
 /* r, a receive, was taken: the unsolicited messages held for it land in it. */
 int deliver_unsol_claim(struct harp_conn *c, struct harp_req *r);
 /* Completes an unsolicited send; its packet, if still unacked, goes on from its copy. */

@@ -959,7 +959,8 @@ static void reap(struct harp_engine *e, struct harp_conn *c)
 		LIST_UNLINK(&e->ack_list, c, links.next_ack);
 	}
 	LIST_UNLINK(&e->conns, c, links.next_active); /* adopted: engine_close_conn adopts first */
-	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY &&
+	    !c->close_told_ns) {
 		chan_send_close(c);
 	}
 	conn_fail(c, -ECONNABORTED);
@@ -1203,6 +1204,21 @@ static void rebind_copy(struct harp_engine *e, uint64_t now)
 	fail_all(e);
 }
 
+/*
+ * A lingering connection: once its eager sends are acked, one its user closed tells the peer so,
+ * then acks again what the peer sent before until the peer closes too or is quiet for half the
+ * peer timeout (the peer's own wait for those acks ends at the timeout). True when it is over.
+ */
+static bool conn_linger_step(struct harp_conn *c, uint64_t now, uint64_t peer_timeout)
+{
+	if (c->answering && !c->close_told_ns && !c->eager_used &&
+	    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+		chan_send_close(c);
+		c->close_told_ns = now;
+	}
+	return conn_linger_done(c, now, peer_timeout / 2);
+}
+
 static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keeper)
 {
 	uint64_t peer_timeout = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull;
@@ -1221,7 +1237,7 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 	zc_watch(e, now);
 	for (c = e->conns; c; c = next) {
 		next = c->links.next_active;
-		if (c->lingering && conn_linger_done(c)) {
+		if (c->lingering && conn_linger_step(c, now, peer_timeout)) {
 			if (c->linger_reap) {
 				reap(e, c); /* closed by its user, and its last sends acked (or failed) */
 				continue;
@@ -1231,6 +1247,9 @@ static void timers_and_control(struct harp_engine *e, uint64_t now, bool by_keep
 				chan_send_close(c);
 			}
 			conn_linger_fail(c);
+		}
+		if (c->peer_closing && conn_peer_close_check(c)) {
+			chan_send_close(c); /* the peer lingers until we say we are done too */
 		}
 		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 			uint32_t unheard_ms;
@@ -1688,9 +1707,17 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 		(unsigned long long)c->stats.rx_duplicates,
 		(unsigned long long)c->stats.rx_out_of_order, c->rtt.srtt_us, conn_cwnd(c));
 	/* Sends it said were complete may still be on their way: they go on from their copies
-	 * until acked (the timers reap it then), as a closed TCP socket still delivers its data. */
-	if (conn_linger(c, -ECONNABORTED)) {
+	 * until acked, as a closed TCP socket still delivers its data. And the peer's last sends
+	 * complete only on our acks, which may have been lost: the connection stays to ack them
+	 * again until the peer closes too (the timers reap it then). Our ack of what came goes now. */
+	if (conn_linger(c, -ECONNABORTED, true)) {
 		c->linger_reap = true;
+		c->ack_now = true;
+		if (!c->ack_due) {
+			c->ack_due = true;
+			c->ack_due_ns = now_ns();
+		}
+		ack_list_add(e, c);
 	} else {
 		reap(e, c);
 	}
@@ -1732,7 +1759,7 @@ void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 			pr_warn("conn %u: memory %p+%zu deregistered with requests pending on it; "
 				"failing the connection",
 				c->id, addr, len);
-			if (!conn_linger(c, -ECANCELED)) {
+			if (!conn_linger(c, -ECANCELED, false)) {
 				chan_send_close(c);
 				conn_fail(c, -ECANCELED);
 			} /* else its completed small sends go on first (the timers fail it after) */

@@ -142,7 +142,7 @@ static void fail_requests(struct harp_conn *c, int err)
 	c->ssn_tail = c->ssn_cur = c->ssn_bound = c->ssn_next;
 }
 
-bool conn_linger(struct harp_conn *c, int err)
+bool conn_linger(struct harp_conn *c, int err, bool answer)
 {
 	uint32_t psn;
 
@@ -150,6 +150,7 @@ bool conn_linger(struct harp_conn *c, int err)
 		return false;
 	}
 	if (c->lingering) {
+		c->answering |= answer;
 		return true;
 	}
 	/* Unsolicited sends not yet bound fail below with the rest: their copies go. */
@@ -161,7 +162,7 @@ bool conn_linger(struct harp_conn *c, int err)
 			rec->eager = 0;
 		}
 	}
-	if (!c->eager_used) {
+	if (!c->eager_used && !answer) {
 		return false;
 	}
 	/* What else is in flight reads or answers the caller's buffers: never sent again, and its
@@ -179,6 +180,7 @@ bool conn_linger(struct harp_conn *c, int err)
 	fail_requests(c, err);
 	c->lingering = true;
 	c->linger_err = err;
+	c->answering = answer;
 	return true;
 }
 
@@ -188,9 +190,21 @@ void conn_linger_fail(struct harp_conn *c)
 	conn_fail(c, c->linger_err);
 }
 
-bool conn_linger_done(const struct harp_conn *c)
+bool conn_linger_done(const struct harp_conn *c, uint64_t now, uint64_t quiet_ns)
 {
-	return !c->eager_used || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY;
+	uint64_t since;
+
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+		return true;
+	}
+	if (c->eager_used) {
+		return false;
+	}
+	if (!c->answering) {
+		return true;
+	}
+	since = c->rx_any_ns > c->close_told_ns ? c->rx_any_ns : c->close_told_ns;
+	return c->close_told_ns && now > since && now - since > quiet_ns;
 }
 
 void conn_fail(struct harp_conn *c, int err)

@@ -753,6 +753,7 @@ static void report(struct run *r, double secs, int rc)
 			sum.pings += cs.pings;
 			sum.msgs_unsolicited += cs.msgs_unsolicited;
 			sum.msgs_held += cs.msgs_held;
+			sum.ctrl_refused += cs.ctrl_refused;
 			if (cs.auth) {
 				auth_conns++;
 				auth_name = cs.auth;
@@ -834,7 +835,8 @@ static void report(struct run *r, double secs, int rc)
 	printf("busy_polls=%" PRIu64 "\ntx_kicks=%" PRIu64 "\n", qsum.busy_polls, qsum.tx_kicks);
 	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
 	       sum.msgs_held);
-	printf("auth=%s\nauth_conns=%d\n", auth_name, auth_conns);
+	printf("auth=%s\nauth_conns=%d\nctrl_refused=%" PRIu64 "\n", auth_name, auth_conns,
+	       sum.ctrl_refused);
 	printf("rx_bad=%" PRIu64 "\nrx_unknown_conn=%" PRIu64 "\nrx_bad_auth=%" PRIu64
 	       "\nrx_replayed=%" PRIu64 "\nxdp_rx_dropped=%" PRIu64 "\n",
 	       qsum.rx_bad, qsum.rx_unknown_conn, qsum.rx_bad_auth, qsum.rx_replayed,

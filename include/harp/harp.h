@@ -287,6 +287,8 @@ struct harp_conn_stats {
 	uint32_t paths_rescued; /* of paths_retired, those replaced after retransmission
 				 * timeouts found every path silent (none left to compare) */
 	int family;		/* AF_INET or AF_INET6: the packets' (the listener's handle's) */
+	uint64_t ctrl_refused;	/* HARP_AUTH: control messages whose MAC failed or whose counter
+				 * was not new: not applied */
 };
 HARP_API int harp_conn__stats(const struct harp_conn *conn, struct harp_conn_stats *st);
 

@@ -226,6 +226,59 @@ static void test_replay_window(void **state)
 	auth_free(p.lis);
 }
 
+/*
+ * The control channel's messages: each direction's own control key, not the frames' (a frame
+ * trailer made over the same 16 bytes does not pass), any bit changed fails, a counter is taken
+ * only past the newest one (a message the socket dropped leaves a gap, which is allowed).
+ */
+static void run_control(bool aes)
+{
+	uint8_t msg[4][16 + HARP_AUTH_TRAILER], copy[sizeof(msg[0])];
+	struct pair p;
+	uint32_t i;
+
+	make_pair(&p, aes);
+	for (i = 0; i < 4; i++) {
+		fill(msg[i], 16, (uint8_t)(40 + i));
+		auth_seal_ctl(p.conn, msg[i], 16, msg[i] + 16);
+	}
+	/* its own direction's key is not the peer's */
+	assert_int_equal(auth_open_ctl(p.conn, msg[0], 16, msg[0] + 16), AUTH_FORGED);
+	for (i = 0; i < sizeof(copy); i++) {
+		memcpy(copy, msg[0], sizeof(copy));
+		copy[i] ^= (uint8_t)(1u << (i % 8));
+		assert_int_equal(auth_open_ctl(p.lis, copy, 16, copy + 16), AUTH_FORGED);
+	}
+	/* a frame's trailer over the same bytes (the frames' key, nonce of ports) is no message */
+	memcpy(copy, msg[0], 16);
+	auth_seal(p.conn, 0, 0, copy, 16);
+	assert_int_equal(auth_open_ctl(p.lis, copy, 16, copy + 16), AUTH_FORGED);
+	/* and a message is no frame */
+	assert_int_equal(auth_open(p.lis, 0, 0, msg[1], 16, msg[1] + 16), AUTH_FORGED);
+	assert_int_equal(auth_open_ctl(p.lis, msg[0], 16, msg[0] + 16), AUTH_OK);
+	assert_int_equal(auth_open_ctl(p.lis, msg[0], 16, msg[0] + 16), AUTH_REPLAYED);
+	/* msg[1] dropped for a full socket: msg[2] is still taken, msg[1] never after it */
+	assert_int_equal(auth_open_ctl(p.lis, msg[2], 16, msg[2] + 16), AUTH_OK);
+	assert_int_equal(auth_open_ctl(p.lis, msg[1], 16, msg[1] + 16), AUTH_REPLAYED);
+	assert_int_equal(auth_open_ctl(p.lis, msg[3], 16, msg[3] + 16), AUTH_OK);
+	/* the other direction */
+	fill(msg[0], 16, 77);
+	auth_seal_ctl(p.lis, msg[0], 16, msg[0] + 16);
+	assert_int_equal(auth_open_ctl(p.lis, msg[0], 16, msg[0] + 16), AUTH_FORGED);
+	assert_int_equal(auth_open_ctl(p.conn, msg[0], 16, msg[0] + 16), AUTH_OK);
+	auth_free(p.conn);
+	auth_free(p.lis);
+}
+
+static void test_control(void **state)
+{
+	(void)state;
+	run_control(false);
+	if (auth_has_aes()) {
+		run_control(true);
+	}
+}
+
 static void test_chacha(void **state)
 {
 	(void)state;
@@ -277,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_addresses_ipv6),
 		cmocka_unit_test(test_replay_window),
+		cmocka_unit_test(test_control),
 	};
 
 	return cmocka_run_group_tests(tests, load, NULL);

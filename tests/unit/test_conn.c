@@ -1237,8 +1237,10 @@ static void test_unsolicited_refused(void **state)
 }
 
 /*
- * The peer closes before the CTS that would bind them arrive: unsolicited sends it acknowledged
- * were delivered and complete; one it never got fails with ECONNRESET.
+ * The peer closes before the CTS that would bind them arrive, and its acks were lost: the close
+ * acks nothing. The closed peer acks again what came before its close when it comes again;
+ * unsolicited sends acked so were delivered and complete, one it never got fails with
+ * ECONNRESET.
  */
 static void test_unsolicited_peer_close(void **state)
 {
@@ -1255,7 +1257,22 @@ static void test_unsolicited_peer_close(void **state)
 	p->ab.n = 2; /* the third is lost */
 	deliver_all(&p->b, &p->ab, p->now);
 	assert_int_equal(p->b.stats.msgs_held, 2);
-	conn_on_peer_close(&p->a, p->b.rcv_nxt, p->now);
+	emit(&p->b, &p->ba, p->now, true);
+	p->ba.n = 0; /* and so is b's ack */
+	assert_true(conn_linger(&p->b, -ECONNABORTED, true)); /* b's user closes it */
+	assert_false(conn_on_peer_close(&p->a, p->b.rcv_nxt, p->now));
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(req_state(s[i]), REQ_PENDING); /* not on the close's word */
+	}
+	p->now += 2000000000ull;
+	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 3);
+	deliver_all(&p->b, &p->ab, p->now); /* the first two again: acked again; the third not */
+	assert_int_equal(p->b.stats.msgs_held, 2);
+	emit(&p->b, &p->ba, p->now, true);
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_true(conn_peer_close_check(&p->a));
 	assert_int_equal(req_state(s[0]), REQ_DONE);
 	assert_int_equal(req_state(s[1]), REQ_DONE);
 	assert_int_equal(req_state(s[2]), REQ_FAILED);
@@ -1263,6 +1280,33 @@ static void test_unsolicited_peer_close(void **state)
 	for (i = 0; i < 3; i++) {
 		free(s[i]);
 	}
+}
+
+/*
+ * A close no one acks behind (forged, with a bound past what arrived): no send completes on it.
+ * The sends wait for ACK frames, and with none the peer timeout fails them.
+ */
+static void test_peer_close_forged(void **state)
+{
+	struct pair *p = *state;
+	static uint8_t src[4 * PAYLOAD], dst[4 * PAYLOAD];
+	struct harp_req *r, *s;
+
+	fill_pattern(src, sizeof(src), 31);
+	r = announce_recv(p, dst, sizeof(dst), 1);
+	s = post_send(&p->a, src, sizeof(src), 1);
+	emit(&p->a, &p->ab, p->now, false);
+	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 4);
+	p->ab.n = 0; /* none arrives */
+	assert_false(conn_on_peer_close(&p->a, p->a.snd_nxt, p->now));
+	assert_int_equal(req_state(s), REQ_PENDING);
+	p->now += 2000000000ull;
+	conn_on_timer(&p->a, p->now, 1000000000ull);
+	assert_int_equal(req_state(s), REQ_FAILED);
+	assert_int_equal(s->err, -ETIMEDOUT);
+	assert_int_equal(req_state(r), REQ_PENDING);
+	free(r);
+	free(s);
 }
 
 /* Beyond the credit a sender may use, or not whole: the receiver refuses it. */
@@ -1298,7 +1342,7 @@ static void test_linger(void **state)
 	uint8_t *bufs[1] = { mine };
 	struct harp_req *r, *s, *pending;
 
-	assert_false(conn_linger(&p->a, -ECONNABORTED)); /* nothing unacked: close at once */
+	assert_false(conn_linger(&p->a, -ECONNABORTED, false)); /* nothing unacked: close at once */
 	pending = post_recv(&p->a, 1, bufs, &cap, &tag); /* a's own receive, never matched */
 	emit(&p->a, &p->ab, p->now, false);		  /* its CTS */
 	deliver_all(&p->b, &p->ab, p->now);
@@ -1312,10 +1356,10 @@ static void test_linger(void **state)
 	assert_int_equal(req_state(s), REQ_DONE);
 	p->ab.n = 0; /* the DATA is lost */
 
-	assert_true(conn_linger(&p->a, -ECONNABORTED));
+	assert_true(conn_linger(&p->a, -ECONNABORTED, false));
 	assert_int_equal(req_state(pending), REQ_FAILED);
 	assert_int_equal(pending->err, -ECONNABORTED);
-	assert_false(conn_linger_done(&p->a));
+	assert_false(conn_linger_done(&p->a, p->now, 0));
 	memset(src, 0, sizeof(src)); /* the caller frees its buffers once close returns */
 	p->now += 2000000000ull;
 	conn_on_timer(&p->a, p->now, UINT64_MAX / 2);
@@ -1326,7 +1370,7 @@ static void test_linger(void **state)
 	assert_memory_equal(dst, orig, sizeof(orig));
 	emit(&p->b, &p->ba, p->now, true);
 	deliver_all(&p->a, &p->ba, p->now);
-	assert_true(conn_linger_done(&p->a));
+	assert_true(conn_linger_done(&p->a, p->now, 0));
 	free(r);
 	free(s);
 	free(pending);
@@ -1355,7 +1399,7 @@ static void test_linger_gives_up_the_rest(void **state)
 	assert_int_equal(req_state(sb), REQ_PENDING);
 	p->ab.n = 0; /* all lost */
 
-	assert_true(conn_linger(&p->a, -ECANCELED));
+	assert_true(conn_linger(&p->a, -ECANCELED, false));
 	assert_int_equal(req_state(sb), REQ_FAILED);
 	assert_int_equal(sb->err, -ECANCELED);
 	p->now += 2000000000ull;
@@ -1373,7 +1417,7 @@ static void test_linger_gives_up_the_rest(void **state)
 	assert_memory_equal(dst_small, small, sizeof(small));
 	emit(&p->b, &p->ba, p->now, true);
 	deliver_all(&p->a, &p->ba, p->now);
-	assert_true(conn_linger_done(&p->a));
+	assert_true(conn_linger_done(&p->a, p->now, 0));
 	assert_int_equal(req_state(rb), REQ_PENDING); /* the peer's close fails it, not data */
 	free(rs);
 	free(rb);
@@ -2110,6 +2154,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unsolicited_msgsize_and_groups, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsolicited_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsolicited_peer_close, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_close_forged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unsolicited_beyond_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_linger_gives_up_the_rest, setup, teardown),
