@@ -473,7 +473,7 @@ static void rx_probe(struct harp_engine *e, struct harp_conn *c, const struct wi
 		 * there yet, whatever brought this probe here */
 		if (pairs_leased_by_other(e->env.pairs, peer, p->dst_port, p->src_port, e->queue,
 					  now / 1000000) ||
-		    !pairs_claim(e->env.pairs, peer, p->dst_port, p->src_port, e->queue)) {
+		    !pairs_claim(e->env.pairs, peer, p->dst_port, p->src_port, e->queue, NULL)) {
 			e->stats.rx_probes_pair_taken++;
 			return;
 		}

@@ -47,11 +47,11 @@ bool pairs_free_for(const struct pairs *t, uint32_t peer_ip, uint16_t local_port
 	uint32_t slot;
 	uint64_t v = pair_find(t, pair_key(peer_ip, local_port, peer_port), &slot);
 
-	return !v || (int)(v & 0xffff) == engine + 1;
+	return !(v & 0xffff) || (int)(v & 0xffff) == engine + 1;
 }
 
 bool pairs_claim(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
-		 int engine)
+		 int engine, bool *fresh)
 {
 	uint64_t key = pair_key(peer_ip, local_port, peer_port);
 
@@ -59,19 +59,37 @@ bool pairs_claim(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_
 		uint32_t slot;
 		uint64_t v = pair_find(t, key, &slot), want = key | (uint64_t)(engine + 1);
 
-		if (v) {
+		if (v & 0xffff) {
 			return (int)(v & 0xffff) == engine + 1;
 		}
 		if (slot == PAIRS_SLOTS) {
 			atomic_fetch_add_explicit(&t->full, 1, memory_order_relaxed);
 			return true;
 		}
-		/* the first free slot of the run: another claimer of the same pair finds the same
-		 * one (entries are never removed), so one of them wins it and the other reads it */
+		/* the pair's slot, released, or the first free slot of its run: another claimer
+		 * of the same pair finds the same one (entries never leave), so one of them wins
+		 * it and the other reads it */
 		if (atomic_compare_exchange_strong_explicit(
 			&t->slot[slot], &v, want, memory_order_acq_rel, memory_order_acquire)) {
+			if (fresh) {
+				*fresh = true;
+			}
 			return true;
 		}
+	}
+}
+
+void pairs_release(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
+		   int engine)
+{
+	uint64_t key = pair_key(peer_ip, local_port, peer_port), v;
+	uint32_t slot;
+
+	v = pair_find(t, key, &slot);
+	if (v && (int)(v & 0xffff) == engine + 1) {
+		/* the key stays, so the pairs after it in the run are still found */
+		atomic_compare_exchange_strong_explicit(&t->slot[slot], &v, key,
+							memory_order_acq_rel, memory_order_relaxed);
 	}
 }
 

@@ -18,8 +18,9 @@
  * a peer owns it for the context's life: a probe round never offers another engine's pair, a
  * prober takes no path the table gives another engine, and a receiver confirms no probe on one.
  *
- * Lock-free and insert-only: an entry, once written, never changes, so a reader needs no more
- * than one atomic load per slot. Ports are kept as the wire has them (network order). The
+ * Lock-free and insert-only: an entry, once written, keeps its pair for good, so a reader needs
+ * no more than one atomic load per slot; only its owner may change, back to none when the
+ * engine that claimed it put no path on it (pairs_release), and from none to a new claimer. Ports are kept as the wire has them (network order). The
  * peer's address comes folded to 32 bits (wire_ip_fold, either family), then to 16: two peers
  * whose addresses fold alike share their pairs' owners, which only narrows the choice of pairs.
  * A full table owns nothing more, and every engine may use the pairs it does not hold
@@ -51,10 +52,14 @@ bool pairs_free_for(const struct pairs *t, uint32_t peer_ip, uint16_t local_port
 
 /*
  * Makes engine the pair's owner unless another engine is. Returns true when the pair is
- * engine's (now or already, or the table is full), false when another engine owns it.
+ * engine's (now or already, or the table is full), false when another engine owns it. fresh
+ * (may be NULL): set when this call made it engine's.
  */
 bool pairs_claim(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
-		 int engine);
+		 int engine, bool *fresh);
+/* engine gives up a pair it claimed and put nothing on: it has no owner again. */
+void pairs_release(struct pairs *t, uint32_t peer_ip, uint16_t local_port, uint16_t peer_port,
+		   int engine);
 
 /* Whether another engine's lease on the flow is fresh at now_ms (pairs_lease has not). */
 bool pairs_leased_by_other(const struct pairs *t, uint32_t peer_ip, uint16_t local_port,

@@ -453,14 +453,14 @@ static int rescue_victim(const struct harp_conn *c)
 
 /* A rescue round's answered candidate: the pair reaches the peer's engine now, which is more
  * than the silent path it replaces can say. */
-static void rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
+static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
 {
 	int victim = rescue_victim(c);
 	const struct conn_path *p;
 
 	if (victim < 0) {
 		c->probe.rescue_ns = 0;
-		return;
+		return false;
 	}
 	p = &c->paths[victim];
 	pr_debug("conn %u: path %d (ports %u->%u) without an ack for %llu ms, as every path was; "
@@ -471,12 +471,13 @@ static void rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 	path_retire(c, (uint32_t)victim);
 	c->stats.paths_retired++;
 	c->stats.paths_rescued++;
-	conn_add_path(c, src_port, dst_port, now);
+	return conn_add_path(c, src_port, dst_port, now) >= 0;
 }
 
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
+	bool fresh = false;
 
 	if (round != pr->round || cand >= pr->ncands) {
 		return; /* an earlier round's: its candidates are gone */
@@ -494,14 +495,22 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 	}
 	/* another engine took the pair since the round began (its own probe, or the peer's) */
 	if (c->pairs && !pairs_claim(c->pairs, peer_key(c), pr->cand_src[cand],
-				     pr->cand_dst[cand], c->pair_owner)) {
+				     pr->cand_dst[cand], c->pair_owner, &fresh)) {
 		c->stats.probes_pair_taken++;
 		return;
 	}
 	if (conn_add_path(c, pr->cand_src[cand], pr->cand_dst[cand], now) >= 0) {
 		pr->interval_ns = PROBE_INTERVAL_NS; /* rounds find paths: no need to wait longer */
-	} else if (pr->rescue_ns && round == pr->rescue_round) {
-		rescue_take(c, pr->cand_src[cand], pr->cand_dst[cand], now);
+		return;
+	}
+	if (pr->rescue_ns && round == pr->rescue_round &&
+	    rescue_take(c, pr->cand_src[cand], pr->cand_dst[cand], now)) {
+		return;
+	}
+	if (fresh) {
+		/* no path on it: another engine of ours may have it */
+		pairs_release(c->pairs, peer_key(c), pr->cand_src[cand], pr->cand_dst[cand],
+			      c->pair_owner);
 	}
 }
 
@@ -651,8 +660,10 @@ void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now)
 	uint64_t deaf_ns = (uint64_t)ms * 1000000, rtt_ns = (uint64_t)c->rtt.srtt_us * 1000;
 	uint32_t i;
 
+	/* at most one a RESCUE_GAP_NS, whatever became of the last (rescue_ns goes back to 0
+	 * when a round finds no victim) */
 	if (deaf_ns > now || deaf_ns <= rtt_ns ||
-	    (pr->rescue_ns && now - pr->rescue_ns < RESCUE_GAP_NS)) {
+	    (pr->peer_rescue_ns && now - pr->peer_rescue_ns < RESCUE_GAP_NS)) {
 		return;
 	}
 	for (i = 0; i < c->npaths; i++) {
@@ -667,6 +678,7 @@ void conn_on_peer_unheard(struct harp_conn *c, uint32_t ms, uint64_t now)
 	if (pr->rescue_ns == now) { /* else a rescue round of ours still waits for answers */
 		pr->for_peer = true;
 		pr->deaf_from_ns = now - deaf_ns;
+		pr->peer_rescue_ns = now;
 	}
 }
 

@@ -64,6 +64,7 @@ struct conn_probe {
 	uint32_t rescue_round;
 	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
 			      * we last heard anything of it; 0: none (or heard within 1 ms) */
+	uint64_t peer_rescue_ns; /* when the peer's CHAN_UNHEARD last started a rescue; 0: never */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
 	uint32_t rng;
 };

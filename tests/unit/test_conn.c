@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 
 #include "conn.h"
+#include "pairs.h"
 
 #define PAYLOAD 1000 /* payload bytes per DATA packet in these tests */
 /* bytes of IP a full packet takes: what the windows count */
@@ -2135,10 +2136,110 @@ static void test_rescue(void **state)
 	free(s);
 }
 
+/*
+ * A rescue's round, answered: the answers that replace no path (the rescue found no silent path
+ * left) leave their pairs unclaimed, free for the process's other engines.
+ */
+static void test_rescue_releases_pairs(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a, *b = &p->b;
+	struct pairs *t = calloc(1, sizeof(*t));
+	size_t len = 64 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	uint32_t i, held = 0, free_for_other = 0;
+
+	assert_non_null(t);
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	a->pairs = t;
+	a->pair_owner = 0;
+	fill_pattern(src, len, 9);
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(a, src, len, 1);
+	emit(a, &p->ab, p->now, false);
+	deliver_lit(b, &p->ab, p->now);
+	for (i = 0; i < 2; i++) {
+		p->now += (uint64_t)a->rtt.rto_us * 1000 + 1;
+		conn_on_timer(a, p->now, UINT64_MAX / 2);
+		emit(a, &p->ab, p->now, false);
+		deliver_lit(b, &p->ab, p->now);
+	}
+	assert_int_equal(answer_probes(a, p->now), 4 * 16);
+	assert_int_equal(a->stats.paths_rescued, 4);
+	assert_int_equal(a->probe.rescue_ns, 0);
+	/* the pairs of the round's candidates: a's own where a path runs, else anyone's */
+	for (i = 0; i < a->probe.ncands; i++) {
+		uint16_t sp = a->probe.cand_src[i], dp = a->probe.cand_dst[i];
+		uint32_t k;
+		bool path = false;
+
+		for (k = 0; k < a->npaths; k++) {
+			path |= a->paths[k].live && a->paths[k].src_port == sp &&
+				a->paths[k].dst_port == dp;
+		}
+		if (path) {
+			held++;
+			assert_false(pairs_free_for(t, wire_ip_fold(&a->path.dst_ip), sp, dp, 1));
+		} else {
+			free_for_other += pairs_free_for(t, wire_ip_fold(&a->path.dst_ip), sp, dp, 1);
+		}
+	}
+	assert_int_equal(held, 4);
+	assert_int_equal(free_for_other, a->probe.ncands - 4);
+	a->pairs = NULL;
+	free(t);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
+/*
+ * The peer's CHAN_UNHEARD starts at most one rescue every RESCUE_GAP_NS, also when the last
+ * one's round found no silent path and ended (rescue_ns back to 0).
+ */
+static void test_unheard_limit(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a;
+	size_t len = 16 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(&p->b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	fill_pattern(src, len, 5);
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(a, src, len, 1);
+	p->now += 1000000;
+	emit(a, &p->ab, p->now, false); /* none of it arrives: the peer hears nothing of a */
+	p->ab.n = 0;
+	p->now += 50 * 1000000ull;
+	conn_on_peer_unheard(a, 51, p->now);
+	assert_int_equal(a->probe.rescue_ns, p->now);
+	a->probe.rescue_ns = 0; /* its round found nothing to replace (rescue_take) */
+	p->now += 1000000;
+	conn_on_peer_unheard(a, 52, p->now);
+	assert_int_equal(a->probe.rescue_ns, 0);
+	p->now += 10 * 1000000ull;
+	conn_on_peer_unheard(a, 62, p->now);
+	assert_int_equal(a->probe.rescue_ns, p->now);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescue_releases_pairs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unheard_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_choice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pacing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cwnd_max_all_paths, setup, teardown),

@@ -36,23 +36,56 @@ static void test_first_claim_owns(void **state)
 	(void)state;
 	assert_true(pairs_free_for(t, IP_A, 100, 200, 0));
 	assert_true(pairs_free_for(t, IP_A, 100, 200, 3));
-	assert_true(pairs_claim(t, IP_A, 100, 200, 3));
-	assert_true(pairs_claim(t, IP_A, 100, 200, 3)); /* again: still its own */
+	assert_true(pairs_claim(t, IP_A, 100, 200, 3, NULL));
+	assert_true(pairs_claim(t, IP_A, 100, 200, 3, NULL)); /* again: still its own */
 	assert_true(pairs_free_for(t, IP_A, 100, 200, 3));
 	assert_false(pairs_free_for(t, IP_A, 100, 200, 0));
-	assert_false(pairs_claim(t, IP_A, 100, 200, 0));
-	assert_false(pairs_claim(t, IP_A, 100, 200, 63));
+	assert_false(pairs_claim(t, IP_A, 100, 200, 0, NULL));
+	assert_false(pairs_claim(t, IP_A, 100, 200, 63, NULL));
 	/* the same flow: our port 200 to their 100 */
 	assert_false(pairs_free_for(t, IP_A, 200, 100, 0));
-	assert_false(pairs_claim(t, IP_A, 200, 100, 0));
-	assert_true(pairs_claim(t, IP_A, 200, 100, 3));
+	assert_false(pairs_claim(t, IP_A, 200, 100, 0, NULL));
+	assert_true(pairs_claim(t, IP_A, 200, 100, 3, NULL));
 	/* other pairs: another peer, one port changed */
-	assert_true(pairs_claim(t, IP_B, 100, 200, 0));
-	assert_true(pairs_claim(t, IP_A, 100, 201, 0));
-	assert_true(pairs_claim(t, IP_A, 201, 100, 0));
+	assert_true(pairs_claim(t, IP_B, 100, 200, 0, NULL));
+	assert_true(pairs_claim(t, IP_A, 100, 201, 0, NULL));
+	assert_true(pairs_claim(t, IP_A, 201, 100, 0, NULL));
 	assert_false(pairs_free_for(t, IP_B, 100, 200, 3));
 	assert_false(pairs_free_for(t, IP_B, 200, 100, 3));
 	assert_int_equal(atomic_load(&t->full), 0);
+	free(t);
+}
+
+/*
+ * A claim says whether it made the pair its engine's; a pair released by its owner (nothing was
+ * put on it) is free for any engine, and pairs in the same run of slots are still found.
+ */
+static void test_release(void **state)
+{
+	struct pairs *t = pairs_new();
+	bool fresh = false;
+	int i;
+
+	(void)state;
+	assert_true(pairs_claim(t, IP_A, 100, 200, 3, &fresh));
+	assert_true(fresh);
+	fresh = false;
+	assert_true(pairs_claim(t, IP_A, 100, 200, 3, &fresh)); /* its own already */
+	assert_false(fresh);
+	for (i = 0; i < 8; i++) { /* others, some in the same run */
+		assert_true(pairs_claim(t, IP_A, (uint16_t)(300 + i), 200, 3, NULL));
+	}
+	pairs_release(t, IP_A, 100, 200, 0); /* not engine 0's: nothing changes */
+	assert_false(pairs_free_for(t, IP_A, 100, 200, 0));
+	pairs_release(t, IP_A, 100, 200, 3);
+	assert_true(pairs_free_for(t, IP_A, 100, 200, 0));
+	assert_true(pairs_free_for(t, IP_A, 200, 100, 5));
+	for (i = 0; i < 8; i++) {
+		assert_false(pairs_free_for(t, IP_A, (uint16_t)(300 + i), 200, 0));
+	}
+	assert_true(pairs_claim(t, IP_A, 200, 100, 5, &fresh));
+	assert_true(fresh);
+	assert_false(pairs_claim(t, IP_A, 100, 200, 3, NULL));
 	free(t);
 }
 
@@ -69,7 +102,7 @@ static void test_full_refuses_no_one(void **state)
 		for (lp = 0; lp < 64; lp++) {
 			for (pp = lp; pp < 64; pp++) {
 				assert_true(pairs_claim(t, IP_A + ip, (uint16_t)(47000 + lp),
-							(uint16_t)(47000 + pp), (int)(lp % 4)));
+							(uint16_t)(47000 + pp), (int)(lp % 4), NULL));
 			}
 		}
 	}
@@ -114,7 +147,7 @@ static void *race(void *arg)
 
 	for (i = 0; i < RACE_PAIRS; i++) {
 		if (pairs_claim(r->t, IP_A + i % 7, (uint16_t)(i / 7), (uint16_t)(i % 300),
-				r->engine)) {
+				r->engine, NULL)) {
 			r->won[i / 32] |= 1u << (i % 32);
 		}
 	}
@@ -184,6 +217,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_first_claim_owns),
+	    cmocka_unit_test(test_release),
 	    cmocka_unit_test(test_full_refuses_no_one),
 	    cmocka_unit_test(test_racing_claims_one_owner),
 	    cmocka_unit_test(test_lease),
