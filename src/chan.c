@@ -78,6 +78,7 @@ static int chan_take(struct harp_conn *c, const uint8_t *bytes, uint64_t now)
 		conn_on_probe_result(c, msg.round, msg.value, now);
 	} else if (msg.type == CHAN_SILENT) {
 		c->peer_hears_nothing_ms = msg.value ? msg.value : 1;
+		c->peer_silent_ns = now;
 		return 1; /* the engine's zc_watch acts on it */
 	} else if (msg.type == CHAN_UNHEARD) {
 		conn_on_peer_unheard(c, msg.value, now);

@@ -227,6 +227,7 @@ struct harp_conn {
 	 * ours (ms; 0: nothing) */
 	uint64_t silence_told_ns;
 	uint32_t peer_hears_nothing_ms;
+	uint64_t peer_silent_ns; /* when that report came */
 	/* -- the engine's (engine.c) -- */
 	struct pairs *pairs; /* the engine's context's port-pair owners; NULL: none kept */
 	int pair_owner;	     /* the engine's number in it */

@@ -1071,16 +1071,36 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 	uint64_t stall_ns = (uint64_t)e->env.params->peer_timeout_ms * 1000000ull *
 			    ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN;
 	struct harp_conn *c, *told = NULL;
+	bool pending = false;
 	char driver[64];
 
 	for (c = e->silence_reports ? e->conns : NULL; c; c = c->links.next_active) {
-		if (c->peer_hears_nothing_ms &&
-		    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+		bool ready = atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY;
+
+		if (!c->peer_hears_nothing_ms) {
+			continue;
+		}
+		/* Its own evidence first: data in flight with no ack for the stall time. A report
+		 * with nothing of ours outstanding, or not borne out within the stall time of its
+		 * coming (acks came), says nothing of our transmit, whoever sent it. */
+		if (ready && c->snd_una != c->snd_nxt && now - c->last_ack_ns >= stall_ns) {
 			told = c;
 			break;
 		}
+		if (ready && c->snd_una != c->snd_nxt && now - c->peer_silent_ns < stall_ns) {
+			pending = true; /* it may yet be borne out */
+			continue;
+		}
+		if (ready) {
+			pr_info("conn %u: peer %s said it heard nothing of it for %u ms, but %s: "
+				"report ignored",
+				c->id, WIRE_IP_STR(&c->path.dst_ip), c->peer_hears_nothing_ms,
+				c->snd_una == c->snd_nxt ? "nothing of ours is in flight"
+							 : "our data in flight is acked");
+		}
+		c->peer_hears_nothing_ms = 0;
 	}
-	e->silence_reports = told != NULL; /* any other report waits for the next pass */
+	e->silence_reports = told || pending; /* any other report waits for the next pass */
 	/* A report is taken for a broken transmit only when this side agrees: none of the
 	 * engine's connections with data in flight had an ack for as long. Under load one
 	 * connection can wait that long while the others' acks come (64 connections on two

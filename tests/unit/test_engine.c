@@ -1370,6 +1370,55 @@ static void test_close_before_take(void **state)
 	free(r0);
 }
 
+/*
+ * A peer's CHAN_SILENT switches a zero-copy engine to copy mode only when this side bears it
+ * out: a connection with nothing in flight ignores it (whoever wrote it); one with data in flight
+ * holds it until its acks stop for the stall time, and then the fallback is raised.
+ */
+static void test_silence_report(void **state)
+{
+	struct world *w = *state;
+	struct harp_conn *c = &w->a.conns[0];
+	uint64_t stall = (uint64_t)w->a.params.peer_timeout_ms * 1000000ull * ENGINE_ZC_STALL_NUM /
+			 ENGINE_ZC_STALL_DEN;
+	uint8_t small[64] = { 1 };
+	_Atomic bool fallback = false;
+	struct harp_req *s;
+
+	pair_open(w, 0);
+	w->a.e.port.zerocopy = true;
+	w->a.e.env.copy_fallback = &fallback;
+	/* nothing in flight */
+	c->peer_hears_nothing_ms = (uint32_t)(stall / 1000000);
+	c->peer_silent_ns = now_ns();
+	w->a.e.silence_reports = true;
+	w->a.e.next_timer_ns = 0;
+	engine_progress(&w->a.e);
+	assert_false(atomic_load(&fallback));
+	assert_int_equal(c->peer_hears_nothing_ms, 0);
+	assert_false(w->a.e.silence_reports);
+
+	/* data in flight (a small send goes at once), its ack not yet overdue: held */
+	s = post_send(c, small, sizeof(small));
+	engine_progress(&w->a.e);
+	assert_true(c->snd_una != c->snd_nxt);
+	c->peer_hears_nothing_ms = (uint32_t)(stall / 1000000);
+	c->peer_silent_ns = now_ns();
+	w->a.e.silence_reports = true;
+	w->a.e.next_timer_ns = 0;
+	engine_progress(&w->a.e);
+	assert_false(atomic_load(&fallback));
+	assert_true(c->peer_hears_nothing_ms > 0);
+	/* no ack for the stall time: borne out */
+	c->last_ack_ns = now_ns() - stall - 1;
+	w->a.e.next_timer_ns = 0;
+	engine_progress(&w->a.e);
+	assert_true(atomic_load(&fallback));
+	w->a.e.port.zerocopy = false; /* the fake port binds nothing again */
+	w->a.e.env.copy_fallback = NULL;
+	free(s);
+}
+
 /* Who runs an engine: its callers while they spin on it, the keeper after a quiet window. */
 static void test_keeper_watch(void **state)
 {
@@ -1452,6 +1501,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_records_share_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delayed_ack_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_silence_report, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jumbo_chains_cross, setup_sg, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_limits, setup_sg, teardown),
