@@ -1761,10 +1761,9 @@ int engine_lingering(struct harp_engine *e)
 
 /*
  * Deregistering memory with requests still pending on it is how an aborting caller says "stop":
- * those connections fail (-ECANCELED) before the memory can be freed. The peer is told with our
- * final cumulative ack (its sends we received in full complete there, although our ack packets
- * for them may still be on their way or lost): at once, or, where small sends we said were
- * complete are still unacked, once they are (conn_linger).
+ * those connections fail (-ECANCELED) before the memory can be freed. The peer is told (a close):
+ * at once, or, where small sends we said were complete are still unacked, once they are
+ * (conn_linger).
  */
 void engine_forget_region(struct harp_engine *e, const void *addr, size_t len)
 {
