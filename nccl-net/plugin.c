@@ -167,6 +167,7 @@ struct hp_comm {
 	int stripes;			/* HP_LISTEN: connections its comm takes (its offer) */
 	struct harp_conn *arrived[HP_STRIPES_MAX]; /* HP_LISTEN: accepted, hello not yet read */
 	int narrived, nplaced;
+	uint64_t first_arrival_ns; /* HP_LISTEN: when this comm's first stripe came; 0: none yet */
 	struct hp_comm *next_connecting;
 	uint64_t stage_id;
 	struct hp_req *free_reqs;
@@ -1172,6 +1173,7 @@ static void accept_reset(struct hp_comm *l)
 	}
 	conns_close(l->conns, HP_STRIPES_MAX);
 	l->narrived = l->nplaced = 0;
+	l->first_arrival_ns = 0;
 	l->up = 0;
 }
 
@@ -1225,6 +1227,54 @@ static int accept_place(struct hp_comm *l, int a)
 	return 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The stripes placed so far are still up, and the rest came within HARP_PEER_TIMEOUT_MS of the
+ * first: 0, else the error the accept fails with (its one WARN says which stripe).
+ */
+static int accept_watch(struct hp_comm *l)
+{
+	uint64_t limit = (uint64_t)l->dev->info.peer_timeout_ms * 1000000ull;
+	char missing[64] = "";
+	size_t off = 0;
+	int s, err;
+
+	for (s = 0; s < l->stripes; s++) {
+		if (!l->conns[s]) {
+			continue;
+		}
+		err = harp_conn__establish(l->conns[s]);
+		if (err && err != -EAGAIN) {
+			HP_WARN("accept: stripe %d of %d failed before the others came (%s); the comm "
+				"fails",
+				s, l->stripes, strerror(-err));
+			return err;
+		}
+	}
+	if (!l->first_arrival_ns || mono_ns() - l->first_arrival_ns <= limit) {
+		return 0;
+	}
+	for (s = 0; s < l->stripes && off < sizeof(missing); s++) {
+		if (!l->conns[s]) {
+			off += (size_t)snprintf(missing + off, sizeof(missing) - off, "%s%d",
+						off ? "," : "", s);
+		}
+	}
+	HP_WARN("accept: stripe(s) %s of %d not placed within HARP_PEER_TIMEOUT_MS=%d ms of the "
+		"first connection (%d of its connections came, %d of them not yet saying which "
+		"stripe they are); the comm fails",
+		missing, l->stripes, l->dev->info.peer_timeout_ms, l->narrived,
+		l->narrived - l->nplaced);
+	return -ETIMEDOUT;
+}
+
 /* A striped comm: every stripe's connection accepted and placed, then handed out whole. */
 static hnccl_result_t accept_striped(struct hp_comm *l, void **recv_comm)
 {
@@ -1240,6 +1290,9 @@ static hnccl_result_t accept_striped(struct hp_comm *l, void **recv_comm)
 		if (err) {
 			return hp_result(err);
 		}
+		if (!l->narrived) {
+			l->first_arrival_ns = mono_ns();
+		}
 		l->narrived++;
 	}
 	for (a = 0; a < l->narrived; a++) {
@@ -1248,11 +1301,21 @@ static hnccl_result_t accept_striped(struct hp_comm *l, void **recv_comm)
 		}
 		err = accept_place(l, a);
 		if (err && err != -EAGAIN) {
+			if (err != -EPROTO) { /* accept_place said what was wrong with the hello */
+				HP_WARN("accept: connection %d of the %d stripes failed before it said "
+					"which stripe it is (%s); the comm fails",
+					a, l->stripes, strerror(-err));
+			}
 			accept_reset(l);
 			return hp_result(err);
 		}
 	}
 	if (l->nplaced < l->stripes) {
+		err = accept_watch(l);
+		if (err) {
+			accept_reset(l);
+			return hp_result(err);
+		}
 		return HNCCL_SUCCESS;
 	}
 	c = comm_new(HP_RECV, l->dev, l->stripes);
@@ -1262,6 +1325,7 @@ static hnccl_result_t accept_striped(struct hp_comm *l, void **recv_comm)
 	memcpy(c->conns, l->conns, sizeof(c->conns));
 	memset(l->conns, 0, sizeof(l->conns));
 	l->narrived = l->nplaced = 0;
+	l->first_arrival_ns = 0;
 	l->up = 0;
 	comm_queues(c, queues, sizeof(queues));
 	HP_INFO("recv comm %p: %d stripes, on queues %s", (void *)c, c->nconns, queues);

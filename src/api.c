@@ -66,6 +66,10 @@ static void warn_no_fault_injector(const struct harp_params *p)
 		pr_warn("HARP_FAULT_ZC_TX_CORRUPT_MS=%d is ignored: this build has no fault injector",
 			p->fault_zc_tx_corrupt_ms);
 	}
+	if (p->fault_connect_hang) {
+		pr_warn("HARP_FAULT_CONNECT_HANG=%d is ignored: this build has no fault injector",
+			p->fault_connect_hang);
+	}
 }
 #else
 static void warn_no_fault_injector(const struct harp_params *p)
@@ -605,6 +609,7 @@ int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info)
 	info->ipv4 = ctx->ifi.ipv4;
 	info->family = wire_ip_is4(&ctx->ip) ? AF_INET : AF_INET6;
 	memcpy(info->ip6, ctx->ifi.ipv6, 16);
+	info->peer_timeout_ms = ctx->params.peer_timeout_ms;
 	info->port_base = (uint16_t)ctx->params.port_base;
 	info->speed_mbps = ctx->ifi.speed_mbps ? ctx->ifi.speed_mbps
 			   : ctx->params.speed_mbps ? ctx->params.speed_mbps
@@ -819,6 +824,25 @@ void harp_listener__close(struct harp_listener *l)
 	free(l);
 }
 
+#ifdef HARP_FAULT_INJECTION
+/* HARP_FAULT_CONNECT_HANG: the Nth connection this process connects never sends its request. */
+static void fault_connect_hang(struct harp_conn *c)
+{
+	static _Atomic int connects;
+	int n = c->ctx->params.fault_connect_hang;
+
+	if (n && atomic_fetch_add(&connects, 1) + 1 == n) {
+		c->fault_hang = true;
+		pr_info("conn %u: HARP_FAULT_CONNECT_HANG: its set-up never goes on", c->id);
+	}
+}
+#else
+static void fault_connect_hang(struct harp_conn *c)
+{
+	(void)c;
+}
+#endif
+
 int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct harp_conn **out)
 {
 	struct harp_conn *c;
@@ -840,6 +864,7 @@ int harp_connect(struct harp_ctx *ctx, const struct harp_handle *handle, struct 
 		conn_destroy(c);
 		return err;
 	}
+	fault_connect_hang(c);
 	*out = c;
 	return 0;
 }
@@ -867,6 +892,9 @@ int harp_conn__establish(struct harp_conn *c)
 	state = atomic_load_explicit(&c->state, memory_order_acquire);
 	if (state == CONN_FAILED) {
 		return atomic_load(&c->fail_err);
+	}
+	if (c->fault_hang) {
+		return -EAGAIN; /* HARP_FAULT_CONNECT_HANG */
 	}
 	if (!c->setup || (state == CONN_READY && !ctrl_setup_reply_pending(c))) {
 		return 0;

@@ -193,6 +193,7 @@ struct harp_conn {
 	struct harp_auth *auth; /* HARP_AUTH: its keys; NULL: frames carry no MAC */
 	int ctrl_fd; /* the TCP control connection */
 	bool is_listener_side;
+	bool fault_hang; /* HARP_FAULT_CONNECT_HANG: its set-up never goes on */
 
 	/* ---- shared between threads ---- */
 	_Atomic int state;	   /* enum conn_state */

@@ -110,6 +110,7 @@ struct harp_ctx_info {
 	int stripes;		/* HARP_STRIPES: connections the NCCL plugin spreads a comm over */
 	int family;		/* AF_INET or AF_INET6: harp's listeners' family (HARP_FAMILY) */
 	unsigned char ip6[16];	/* the interface's IPv6 address (as harp picks it); 0: none */
+	int peer_timeout_ms;	/* HARP_PEER_TIMEOUT_MS */
 };
 HARP_API int harp_ctx__info(const struct harp_ctx *ctx, struct harp_ctx_info *info);
 

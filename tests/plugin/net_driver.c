@@ -98,7 +98,7 @@ static void usage(void)
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
-		"scenarios: basic pipeline many stripes stripe-kill grouped close-order peer-kill peer-freeze idle-peer\n"
+		"scenarios: basic pipeline many stripes stripe-kill accept-stall accept-die grouped close-order peer-kill peer-freeze idle-peer\n"
 		"           init-fail copy-fail\n");
 }
 
@@ -2872,6 +2872,95 @@ out:
 	return rc;
 }
 
+/*
+ * accept-stall and accept-die (a fault-injection build; the script gives both sides
+ * HARP_STRIPES=2 and the client HARP_FAULT_CONNECT_HANG=2): the client's second connection, its
+ * comm's stripe 1, never sends its request, so the server's accept places stripe 0 and waits for
+ * stripe 1. accept-stall: the client stays; the accept must fail (one WARN naming stripe 1) within
+ * HARP_PEER_TIMEOUT_MS of stripe 0's coming, plus the set-up's own time. accept-die: the client
+ * exits 1.5 s in, closing stripe 0; the accept must fail at once, well before the peer timeout
+ * (the script makes it 20 s). Never a comm, never a hang.
+ */
+static int scenario_accept_gap(struct drv *d, double deadline, bool die)
+{
+	const char *env = getenv("HARP_PEER_TIMEOUT_MS");
+	double t_ms = env ? atof(env) : 10000, t0, waited_ms;
+	struct hnccl_net_device_handle *dev_handle = NULL;
+	struct pair p[1] = { { 0 } };
+	char done_path[PATH_MAX];
+	hnccl_result_t res = HNCCL_SUCCESS;
+	FILE *f;
+
+	snprintf(done_path, sizeof(done_path), "%s/accept-done", d->o.dir);
+	if (drv_init(d, 0x2345) || pairs_exchange(d, p, 1, deadline)) {
+		return -1;
+	}
+	t0 = rdv_now();
+	if (!d->o.server) {
+		/* connect for ever (stripe 1 never goes on), until the server is done or, for
+		 * accept-die, 1.5 s: then gone without closing anything, as a killed rank is */
+		while (rdv_now() < deadline && access(done_path, F_OK) != 0) {
+			if (!p[0].send) {
+				d->api.connect(p[0].ctx, p[0].dev, p[0].peer_handle, &p[0].send,
+					       &dev_handle);
+			}
+			if (die && rdv_now() - t0 > 1.5) {
+				printf("result=ok\n");
+				fflush(stdout);
+				_exit(0);
+			}
+			usleep(1000);
+		}
+		if (p[0].send) {
+			fail("%s: connect handed out a comm with a stripe that never connected",
+			     d->o.scenario);
+			return -1;
+		}
+		d->api.close_listen(p[0].listen);
+		return 0;
+	}
+	while (rdv_now() < deadline && res == HNCCL_SUCCESS && !p[0].recv) {
+		res = d->api.accept(p[0].listen, &p[0].recv, &dev_handle);
+		usleep(1000);
+	}
+	waited_ms = (rdv_now() - t0) * 1000;
+	f = fopen(done_path, "w");
+	if (f) {
+		fclose(f);
+	}
+	printf("accept_result=%d\naccept_error_ms=%.0f\n", res, waited_ms);
+	if (p[0].recv || res == HNCCL_SUCCESS) {
+		fail("%s: the accept %s", d->o.scenario,
+		     p[0].recv ? "handed out a comm missing a stripe" : "never failed");
+		return -1;
+	}
+	d->provoked_warns++;
+	pthread_mutex_lock(&warn_lock);
+	if (!strstr(last_warn, "stripe")) {
+		fail("%s: the accept failed (%s), but its WARN names no stripe: %s", d->o.scenario,
+		     net_res_name(res), last_warn);
+		pthread_mutex_unlock(&warn_lock);
+		return -1;
+	}
+	note("%s: accept failed after %.0f ms with %s: %s", d->o.scenario, waited_ms,
+	     net_res_name(res), last_warn);
+	pthread_mutex_unlock(&warn_lock);
+	/* the set-up of stripe 0 and the hand-shakes before it take well under 5 s */
+	if (!die && waited_ms > t_ms + 5000) {
+		fail("accept-stall: the accept failed %.0f ms in, past HARP_PEER_TIMEOUT_MS=%.0f + 5 s",
+		     waited_ms, t_ms);
+		return -1;
+	}
+	if (die && waited_ms >= t_ms) {
+		fail("accept-die: the accept failed only %.0f ms in (HARP_PEER_TIMEOUT_MS=%.0f): the "
+		     "dead stripe was not noticed",
+		     waited_ms, t_ms);
+		return -1;
+	}
+	d->api.close_listen(p[0].listen);
+	return 0;
+}
+
 static int run_scenario(struct drv *d, double deadline)
 {
 	const char *s = d->o.scenario;
@@ -2890,6 +2979,9 @@ static int run_scenario(struct drv *d, double deadline)
 	}
 	if (!strcmp(s, "stripe-kill")) {
 		return scenario_stripe_kill(d, deadline);
+	}
+	if (!strcmp(s, "accept-stall") || !strcmp(s, "accept-die")) {
+		return scenario_accept_gap(d, deadline, !strcmp(s, "accept-die"));
 	}
 	if (!strcmp(s, "grouped")) {
 		return scenario_grouped(d, deadline);
@@ -2973,7 +3065,8 @@ static void thread_names(void)
 static bool warns_expected(const struct drv *d)
 {
 	return !strcmp(d->o.scenario, "close-order") || !strcmp(d->o.scenario, "peer-kill") ||
-	       !strcmp(d->o.scenario, "stripe-kill") ||
+	       !strcmp(d->o.scenario, "stripe-kill") || !strcmp(d->o.scenario, "accept-stall") ||
+	       !strcmp(d->o.scenario, "accept-die") ||
 	       !strcmp(d->o.scenario, "peer-freeze") ||
 	       !strcmp(d->o.scenario, "init-fail") || !strcmp(d->o.scenario, "copy-fail");
 }
