@@ -226,6 +226,8 @@ static void pmtu_carried(struct harp_conn *c, uint32_t size)
 {
 	c->pmtu.lo = size;
 	if (size > c->pmtu.mtu) {
+		pr_info("conn %u: the path carries %u-byte packets: larger ones from now on", c->id,
+			size);
 		pmtu_use(c, size);
 	}
 }

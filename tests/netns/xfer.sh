@@ -33,6 +33,9 @@
 #     --hop-mtu N           M's two interfaces carry N bytes (A and B keep --mtu): a middle hop
 #                           with a smaller MTU, which drops larger frames without a word
 #     --hop-mtu-at SEC:N    the same, SEC seconds after the client starts (a path that shrinks)
+#     --hop-mtu-on-rise N   the same, once both sides said their path MTU search rose above N
+#                           (HARP_LOG_LEVEL=info; within 60 s): a path that shrinks under a size
+#                           in use, whatever the host's speed
 #     --expect-pmtu N       fail unless both sides ended with every connection at path MTU N
 #     --expect-line TEXT    fail unless both sides' stderr has a line containing TEXT
 #     --expect-no-line TEXT fail if either side's stderr has one
@@ -55,7 +58,7 @@ usage() {
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
 auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu="" expect_family=""
 limit=""
-envs=() server_envs=() expect_keys=() hop_mtu="" hop_mtu_at="" expect_pmtu="" expect_lines=() expect_no_lines=()
+envs=() server_envs=() expect_keys=() hop_mtu="" hop_mtu_at="" hop_mtu_rise="" expect_pmtu="" expect_lines=() expect_no_lines=()
 while (($#)); do
 	case $1 in
 	--mtu) mtu=${2:?} && shift ;;
@@ -77,6 +80,7 @@ while (($#)); do
 	--expect-key) expect_keys+=("${2:?}") && shift ;;
 	--hop-mtu) hop_mtu=${2:?} && shift ;;
 	--hop-mtu-at) hop_mtu_at=${2:?} && shift ;;
+	--hop-mtu-on-rise) hop_mtu_rise=${2:?} && shift ;;
 	--expect-pmtu) expect_pmtu=${2:?} && shift ;;
 	--expect-line) expect_lines+=("${2:?}") && shift ;;
 	--expect-no-line) expect_no_lines+=("${2:?}") && shift ;;
@@ -143,10 +147,22 @@ hop_mtu() {
 		ns_exec "$ns_m" ip link set "$if_mb" mtu "$1" &&
 		echo "xfer: the middle hop carries $1 bytes from now on"
 }
-if [[ -n $hop_mtu$hop_mtu_at && $hop == none ]]; then
-	echo "xfer: --hop-mtu and --hop-mtu-at need --hop" >&2
+if [[ -n $hop_mtu$hop_mtu_at$hop_mtu_rise && $hop == none ]]; then
+	echo "xfer: --hop-mtu, --hop-mtu-at and --hop-mtu-on-rise need --hop" >&2
 	exit 2
 fi
+if [[ -n $hop_mtu_rise ]]; then
+	[[ $hop_mtu_rise =~ ^[0-9]+$ ]] || usage
+	export HARP_LOG_LEVEL=info # the search's rises are info lines
+fi
+# rose_above FILE N: FILE holds a path MTU search's rise to a size above N
+rose_above() {
+	local size
+	for size in $(sed -n 's/.*the path carries \([0-9]*\)-byte packets: larger ones.*/\1/p' "$1"); do
+		((size > $2)) && return 0
+	done
+	return 1
+}
 if [[ -n $hop_mtu ]]; then
 	hop_mtu "$hop_mtu" || exit
 fi
@@ -188,6 +204,20 @@ spawn_bounded "$limit" ip netns exec "$ns_a" "$xfer" client --ifname "$if_a" \
 	--handle-file "$handle" "${harp_args[@]}" >"$tmp/client.out" 2>"$tmp/client.err"
 client_pid=$spawned_pid
 pids+=("$client_pid")
+if [[ -n $hop_mtu_rise ]]; then
+	(
+		for ((i = 0; i < 600; i++)); do
+			if rose_above "$tmp/client.err" "$hop_mtu_rise" &&
+				rose_above "$tmp/server.err" "$hop_mtu_rise"; then
+				hop_mtu "$hop_mtu_rise"
+				exit
+			fi
+			sleep 0.1
+		done
+		echo "xfer: no rise above $hop_mtu_rise on both sides within 60 s: the hop stays"
+	) &
+	pids+=("$!")
+fi
 
 # side_traffic: ping and TCP across the same links while harp has its XDP program attached.
 side_ok=1
