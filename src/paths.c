@@ -551,6 +551,7 @@ void paths_on_ack(struct harp_conn *c, const struct ack_tally *t, uint64_t now)
 		}
 		cc_on_ack(&p->cc, t->bytes[i], c->snd_una, &p->rtt, now);
 		p->last_ack_ns = now;
+		p->ever_acked = true;
 		p->waiting_since_ns = p->inflight ? now : 0;
 	}
 }
@@ -635,16 +636,19 @@ void paths_log_at_death(const struct harp_conn *c, uint64_t now)
 		if (!p->live) {
 			continue;
 		}
-		n = snprintf(list + off, sizeof(list) - off, "%s %u->%u %llu/%llu ms",
+		n = snprintf(list + off, sizeof(list) - off, "%s %u->%u %s%llu/%llu ms",
 			     off ? ";" : "", ntohs(p->src_port), ntohs(p->dst_port),
-			     (unsigned long long)ack_ms, (unsigned long long)wait_ms);
+			     p->ever_acked ? "" : "never acked, added ", (unsigned long long)ack_ms,
+			     (unsigned long long)wait_ms);
 		off += n > 0 ? (size_t)n : 0;
 	}
 	pr_warn("conn %u: %u of %u paths live, %u retired (%u by rescues after every path fell "
-		"silent), %llu probes sent, %u timeouts in a row; each live path's ports, time "
-		"since its last ack / since its oldest unanswered send:%s",
+		"silent), %llu probes sent, %u timeouts in a row, last packet of any kind from the "
+		"peer %llu ms ago; each live path's ports, time since its last ack / since its "
+		"oldest unanswered send:%s",
 		c->id, c->paths_live, c->paths_want, c->stats.paths_retired, c->stats.paths_rescued,
-		(unsigned long long)c->stats.probes_sent, c->rto_streak, list);
+		(unsigned long long)c->stats.probes_sent, c->rto_streak,
+		(unsigned long long)((now - c->rx_any_ns) / 1000000), list);
 }
 
 /*

@@ -33,7 +33,8 @@ struct conn_path {
 	struct cc cc;
 	struct pacer pace;	 /* used where the connection paces (HARP_PACING) */
 	uint64_t rack_xmit_ns;	 /* send time of the latest packet acked on this path */
-	uint64_t last_ack_ns;	 /* last ack of a packet sent on it */
+	uint64_t last_ack_ns;	 /* last ack of a packet sent on it; until one, when it was added */
+	bool ever_acked;	 /* a packet sent on it was acked */
 	uint64_t sent_ns;	 /* last packet of any kind sent on it (acks too) */
 	uint64_t waiting_since_ns; /* oldest send on it not answered by an ack since; 0: none */
 	uint32_t losses;	 /* packets declared lost, for the random-loss judgement */

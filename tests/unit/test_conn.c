@@ -2234,9 +2234,92 @@ static void test_unheard_limit(void **state)
 	free(s);
 }
 
+/* The one pair that test_one_dark blackholes, a to b only (network order); 0: none. */
+static uint16_t one_dark_src, one_dark_dst;
+
+/*
+ * Every path but one delivers, on a slow pair of hosts (each step a tenth of a second): the
+ * connection must stay alive and deliver every byte; a packet the dark path holds goes again on
+ * a live path, and the peer's acks on the live paths keep the connection alive whatever the one
+ * path does. Run after a rescue has replaced every path (as in test_rescue), then with the
+ * rescue's new pair of the oldest ack black-holed.
+ */
+static void test_one_dark(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a, *b = &p->b;
+	const uint64_t peer_timeout = 10000000000ull, step = 100000000ull;
+	size_t len = 2000 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *r, *s;
+	int rounds, i;
+
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	fill_pattern(src, len, 7);
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(a, src, len, 1);
+	/* every path of both dark (test_rescue's pairs), until a's rescue replaces them */
+	emit(a, &p->ab, p->now, false);
+	deliver_lit(b, &p->ab, p->now);
+	for (i = 0; i < 2; i++) {
+		p->now += (uint64_t)a->rtt.rto_us * 1000 + 1;
+		conn_on_timer(a, p->now, peer_timeout);
+		emit(a, &p->ab, p->now, false);
+		deliver_lit(b, &p->ab, p->now);
+	}
+	answer_probes(a, p->now);
+	assert_int_equal(live_dark(a), 0);
+	/* then one of the new pairs goes dark too, a to b only, and the hosts slow down */
+	one_dark_src = a->paths[a->npaths - 1].src_port;
+	one_dark_dst = a->paths[a->npaths - 1].dst_port;
+	for (rounds = 0; rounds < 3000 && req_state(r) != REQ_DONE &&
+			 atomic_load(&a->state) == CONN_READY;
+	     rounds++) {
+		emit(a, &p->ab, p->now, false);
+		emit(b, &p->ba, p->now, false);
+		for (i = 0; i < p->ab.n; i++) {
+			struct pkt *k = &p->ab.p[i];
+
+			if (!dark_pair(k) &&
+			    (k->src_port != one_dark_src || k->dst_port != one_dark_dst)) {
+				deliver_one(b, k, p->now);
+			}
+		}
+		p->ab.n = 0;
+		deliver_lit(a, &p->ba, p->now);
+		p->now += step;
+		conn_on_timer(a, p->now, peer_timeout);
+		conn_on_timer(b, p->now, peer_timeout);
+		if (a->probe.unheard_ms) {
+			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+			a->probe.unheard_ms = 0;
+		}
+		if (b->probe.unheard_ms) {
+			conn_on_peer_unheard(a, b->probe.unheard_ms, p->now);
+			b->probe.unheard_ms = 0;
+		}
+		answer_probes(a, p->now);
+		answer_probes(b, p->now);
+	}
+	print_message("# one dark path: %d rounds, %u retired (%u rescued), %llu timeouts, "
+		      "state %d\n",
+		      rounds, a->stats.paths_retired, a->stats.paths_rescued,
+		      (unsigned long long)a->stats.timeouts, atomic_load(&a->state));
+	assert_int_equal(atomic_load(&a->state), CONN_READY);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_one_dark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_releases_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unheard_limit, setup, teardown),
