@@ -42,6 +42,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -922,11 +923,70 @@ static int oldest_silent(long long uid, uint64_t pidns)
 	return best;
 }
 
+/* The initial pid namespace's inode (PROC_PID_INIT_INO, include/linux/proc_ns.h). */
+#define AGENT_PID_INIT_INO 0xEFFFFFFCu
+
+/*
+ * How the agent learns a client's pid namespace, which keys --max-per-uid (pods share uids,
+ * each has its own pid namespace): through the peer's pidfd (SO_PEERPIDFD, Linux 6.5, and
+ * PIDFD_GET_PID_NAMESPACE, 6.11), or, on older kernels, through /proc of the peer, which shows
+ * every process only to an agent in the host's pid namespace.
+ */
+static enum { PIDNS_PIDFD, PIDNS_PROC } pidns_via;
+
+/* Whether this kernel opens a pidfd's pid namespace; a test build can say it does not. */
+static bool pidns_ioctl_works(void)
+{
+	int pidfd, ns;
+
+#ifdef HARP_FAULT_INJECTION
+	if (getenv("HARP_AGENT_TEST_NO_PIDNS_IOCTL")) {
+		return false; /* the branch kernels before 6.11 take */
+	}
+#endif
+	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0) {
+		return false;
+	}
+	ns = ioctl(pidfd, AGENT_PIDFD_GET_PID_NAMESPACE, 0);
+	close(pidfd);
+	if (ns < 0) {
+		return false;
+	}
+	close(ns);
+	return true;
+}
+
+/*
+ * Picks pidns_via; -1 when the agent could not tell one pod from another (so --max-per-uid
+ * would put every pod of a uid in one budget), having said what the kernel lacks.
+ */
+static int pidns_choose(void)
+{
+	struct stat st;
+
+	if (pidns_ioctl_works()) {
+		pidns_via = PIDNS_PIDFD;
+		return 0;
+	}
+	if (!stat("/proc/self/ns/pid", &st) && st.st_ino == AGENT_PID_INIT_INO) {
+		pidns_via = PIDNS_PROC;
+		say("this kernel cannot name a client's pid namespace through its pidfd "
+		    "(PIDFD_GET_PID_NAMESPACE, Linux 6.11): reading it from /proc, which shows every "
+		    "process to this agent in the host's pid namespace");
+		return 0;
+	}
+	say("cannot tell one pod's clients from another's: this kernel cannot name a client's "
+	    "pid namespace through its pidfd (PIDFD_GET_PID_NAMESPACE, Linux 6.11), and this agent "
+	    "runs in a pid namespace of its own, whose /proc does not show other pods' processes; "
+	    "so --max-per-uid would hold every pod of a uid to one budget. Run the agent in the "
+	    "host's pid namespace (the chart does: hostPID) or on Linux 6.11 or later");
+	return -1;
+}
+
 /*
  * The pid namespace of the peer of fd, as the kernel names it (its inode), whether or not the
- * peer is visible from the agent's own pid namespace: SO_PEERPIDFD gives a pidfd of the peer
- * process (Linux 6.5), which PIDFD_GET_PID_NAMESPACE (6.11) opens the namespace from. Where
- * the kernel has neither, /proc of a visible peer; 0 where nothing says.
+ * peer is visible from the agent's own pid namespace (pidns_via); 0 where nothing says.
  */
 static uint64_t peer_pidns(int fd, pid_t pid)
 {
@@ -936,7 +996,8 @@ static uint64_t peer_pidns(int fd, pid_t pid)
 	int pidfd = -1, ns;
 	uint64_t ino = 0;
 
-	if (!getsockopt(fd, SOL_SOCKET, AGENT_SO_PEERPIDFD, &pidfd, &len) && pidfd >= 0) {
+	if (pidns_via == PIDNS_PIDFD &&
+	    !getsockopt(fd, SOL_SOCKET, AGENT_SO_PEERPIDFD, &pidfd, &len) && pidfd >= 0) {
 		ns = ioctl(pidfd, AGENT_PIDFD_GET_PID_NAMESPACE, 0);
 		if (ns >= 0) {
 			if (!fstat(ns, &st)) {
@@ -1249,6 +1310,9 @@ int main(int argc, char **argv)
 	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	if (pidns_choose()) {
+		return 1;
 	}
 	if (releaser_start()) {
 		say("cannot start the thread that releases passed descriptors");

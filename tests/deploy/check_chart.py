@@ -970,6 +970,9 @@ def check_agent_daemonset(ds, values, app_version, errs):
     want = expected_agent(values, app_version)
     if spec.get("hostNetwork") is not True:
         errs.append("hostNetwork is not true")
+    if spec.get("hostPID") is not True:
+        errs.append("hostPID is not true (the agent's per-pod limit reads clients' pid "
+                    "namespaces from the host's /proc on kernels before 6.11)")
     ctrs = spec.get("containers") or []
     if len(ctrs) != 1:
         errs.append(f"{len(ctrs)} containers; the privileged agent must be the only one")

@@ -27,7 +27,10 @@
 #                process out
 #   uid          a non-root client cannot connect to an agent serving root alone; an agent
 #                serving another uid (--allow-uid) tells it it is not served, and serves that
-#                uid, keeping at most --max-per-uid of its connections that have not said HELLO
+#                uid, keeping at most --max-per-uid of its connections that have not said HELLO;
+#                two pods (pid namespaces) of one uid keep a budget each, also where the kernel
+#                cannot name a pidfd's pid namespace (before 6.11: forced in this test build),
+#                where an agent in a pid namespace of its own refuses to start, saying why
 #   restart      the agent killed while a server waits for its client: run starts another on
 #                the same socket, which serves a new process, and the waiting server connects
 #                to it again and moves verified data with a client that comes after
@@ -503,7 +506,7 @@ fi
 # fifth from the first is.
 pods_client() { # NS_READY NS_STOP N: N connections from a new pid namespace, each says HELLO
 	unshare --pid --fork setpriv --reuid=1001 --regid=1001 --clear-groups /usr/bin/python3 - \
-		"$tmp/agent-u.sock" "$if_b" "$@" 2>&1 <<'PY' || true
+		"${pods_sock:-$tmp/agent-u.sock}" "$if_b" "$@" 2>&1 <<'PY' || true
 import os, socket, struct, sys, time
 path, ifname, ready, stop, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 held, said = [], []
@@ -544,6 +547,45 @@ echo "agent: case=pods first pod: $(cat "$tmp/pod1.out"); second pod, 5 connecti
 # EUSERS (87): the fifth of one uid in one pid namespace
 [[ $pod2 == "statuses: 0 0 0 0 -87" ]] ||
 	report "pods: a second pod of the same uid was not served beside the first, or its fifth was"
+
+# pods on a kernel before 6.11 (a test build says the pidfd cannot name a pid namespace): an
+# agent in the host's pid namespace reads each client's from /proc, and the pods keep their own
+# budgets; one in a pid namespace of its own cannot tell the pods apart, and refuses to start,
+# saying what the kernel lacks.
+spawn_bounded 60 nsenter --net="/run/netns/$ns_b" env HARP_AGENT_TEST_NO_PIDNS_IOCTL=1 "$agent" \
+	--socket "$tmp/agent-o.sock" --pin-root "$pins" --allow-uid 1001 --max-per-uid 4 \
+	2>"$tmp/agent-o.log"
+oagent=$spawned_pid
+pids+=("$oagent")
+wait_until 50 test -S "$tmp/agent-o.sock" || true
+pods_sock=$tmp/agent-o.sock
+pods_client "$tmp/u/pod3.ready" "$tmp/u/pod3.stop" 4 >"$tmp/pod3.out" &
+pod3=$!
+pids+=("$pod3")
+wait_until 50 test -e "$tmp/u/pod3.ready" || true
+pod4=$(pods_client "$tmp/u/pod4.ready" - 5)
+touch "$tmp/u/pod3.stop"
+wait "$pod3" || true
+pods_sock=""
+kill "$oagent" 2>/dev/null || true
+wait "$oagent" 2>/dev/null || true
+echo "agent: case=pods_before_6.11 first pod: $(cat "$tmp/pod3.out"); second pod: $pod4"
+grep -q "reading it from /proc" "$tmp/agent-o.log" ||
+	report "pods_before_6.11: the agent did not say it reads pid namespaces from /proc"
+[[ $(cat "$tmp/pod3.out") == "statuses: 0 0 0 0" && $pod4 == "statuses: 0 0 0 0 -87" ]] ||
+	report "pods_before_6.11: the pods did not keep their own --max-per-uid budgets"
+set +e
+run_bounded 20 nsenter --net="/run/netns/$ns_b" unshare --pid --fork --mount-proc \
+	env HARP_AGENT_TEST_NO_PIDNS_IOCTL=1 "$agent" --socket "$tmp/agent-p.sock" \
+	--pin-root "$pins" >"$tmp/agent-p.log" 2>&1
+prc=$?
+set -e
+echo "agent: case=pidns_unknown exit $prc: $(cat "$tmp/agent-p.log")"
+if ((prc == 0 || prc == 124 || prc == 137)) || [[ -S $tmp/agent-p.sock ]] ||
+	! grep -q "PIDFD_GET_PID_NAMESPACE, Linux 6.11" "$tmp/agent-p.log" ||
+	! grep -q "hostPID" "$tmp/agent-p.log"; then
+	report "pidns_unknown: an agent that cannot tell pods apart started, or did not say why"
+fi
 
 # hostile: with --allow-uid the socket is everyone's. While a refused uid writes in a tight loop
 # (three processes on each connection, so that what they sent is never all read; reconnecting
