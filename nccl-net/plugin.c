@@ -1252,8 +1252,8 @@ static int accept_watch(struct hp_comm *l)
 		}
 		err = harp_conn__establish(l->conns[s]);
 		if (err && err != -EAGAIN) {
-			HP_WARN("accept: stripe %d of %d failed before the others came (%s); the comm "
-				"fails",
+			HP_WARN("accept: stripe %d of %d failed before the others came (%s); "
+				"the comm fails",
 				s, l->stripes, strerror(-err));
 			return err;
 		}
@@ -1302,8 +1302,8 @@ static hnccl_result_t accept_striped(struct hp_comm *l, void **recv_comm)
 		err = accept_place(l, a);
 		if (err && err != -EAGAIN) {
 			if (err != -EPROTO) { /* accept_place said what was wrong with the hello */
-				HP_WARN("accept: connection %d of the %d stripes failed before it said "
-					"which stripe it is (%s); the comm fails",
+				HP_WARN("accept: connection %d of the %d stripes failed before "
+					"it said which stripe it is (%s); the comm fails",
 					a, l->stripes, strerror(-err));
 			}
 			accept_reset(l);

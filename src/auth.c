@@ -133,9 +133,8 @@ _Static_assert(sizeof(label_frames) == 15, "the frames' label is 15 bytes with i
  * key exchange's session key, over a label and the sender's then the receiver's address (4
  * bytes each over IPv4, 16 over IPv6).
  */
-static int key_set(struct auth_key *k, const char *label, size_t label_len,
-		   const uint8_t *session, const union wire_ip *from_ip,
-		   const union wire_ip *to_ip, bool aes)
+static int key_set(struct auth_key *k, const char *label, size_t label_len, const uint8_t *session,
+		   const union wire_ip *from_ip, const union wire_ip *to_ip, bool aes)
 {
 	uint8_t in[sizeof(label_control) + 32];
 	size_t n = wire_ip_is4(from_ip) ? 4 : 16;

@@ -19,7 +19,7 @@
 #include "chan.h"
 
 _Static_assert(sizeof(((struct harp_conn *)0)->chan_rest) ==
-		       sizeof(struct chan_msg) + HARP_AUTH_TRAILER,
+		   sizeof(struct chan_msg) + HARP_AUTH_TRAILER,
 	       "chan_rest holds the rest of one message");
 
 /* A message's bytes on the wire: the 16, and under HARP_AUTH the trailer after them. */
@@ -124,7 +124,8 @@ int chan_poll(struct harp_conn *c, uint64_t now)
 		/* the whole messages peeked at are there to take; a partial one waits for its
 		 * rest */
 		whole = (size_t)n / len;
-		if (!whole || recv(c->ctrl_fd, m, whole * len, MSG_DONTWAIT) != (ssize_t)(whole * len)) {
+		if (!whole ||
+		    recv(c->ctrl_fd, m, whole * len, MSG_DONTWAIT) != (ssize_t)(whole * len)) {
 			return silent;
 		}
 		for (i = 0; i < whole; i++) {

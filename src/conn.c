@@ -205,7 +205,8 @@ bool conn_peer_close_check(struct harp_conn *c)
 {
 	uint32_t ssn, psn;
 
-	if (!c->peer_closing || atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
+	if (!c->peer_closing ||
+	    atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_READY) {
 		return false;
 	}
 	/* what lingering gave up (dead) is never sent again: only the rest is waited for */

@@ -1729,7 +1729,8 @@ void engine_close_conn(struct harp_engine *e, struct harp_conn *c)
 	/* Sends it said were complete may still be on their way: they go on from their copies
 	 * until acked, as a closed TCP socket still delivers its data. And the peer's last sends
 	 * complete only on our acks, which may have been lost: the connection stays to ack them
-	 * again until the peer closes too (the timers reap it then). Our ack of what came goes now. */
+	 * again until the peer closes too (the timers reap it then). Our ack of what came goes
+	 * now. */
 	if (conn_linger(c, -ECONNABORTED, true)) {
 		c->linger_reap = true;
 		c->ack_now = true;

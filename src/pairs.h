@@ -20,9 +20,10 @@
  *
  * Lock-free and insert-only: an entry, once written, keeps its pair for good, so a reader needs
  * no more than one atomic load per slot; only its owner may change, back to none when the
- * engine that claimed it put no path on it (pairs_release), and from none to a new claimer. Ports are kept as the wire has them (network order). The
- * peer's address comes folded to 32 bits (wire_ip_fold, either family), then to 16: two peers
- * whose addresses fold alike share their pairs' owners, which only narrows the choice of pairs.
+ * engine that claimed it put no path on it (pairs_release), and from none to a new claimer.
+ * Ports are kept as the wire has them (network order). The peer's address comes folded to 32
+ * bits (wire_ip_fold, either family), then to 16: two peers whose addresses fold alike share
+ * their pairs' owners, which only narrows the choice of pairs.
  * A full table owns nothing more, and every engine may use the pairs it does not hold
  * (PAIRS_SLOTS is many times what probing writes).
  */

@@ -972,8 +972,8 @@ static int pidns_choose(void)
 	if (!stat("/proc/self/ns/pid", &st) && st.st_ino == AGENT_PID_INIT_INO) {
 		pidns_via = PIDNS_PROC;
 		say("this kernel cannot name a client's pid namespace through its pidfd "
-		    "(PIDFD_GET_PID_NAMESPACE, Linux 6.11): reading it from /proc, which shows every "
-		    "process to this agent in the host's pid namespace");
+		    "(PIDFD_GET_PID_NAMESPACE, Linux 6.11): reading it from /proc, which shows "
+		    "every process to this agent in the host's pid namespace");
 		return 0;
 	}
 	say("cannot tell one pod's clients from another's: this kernel cannot name a client's "

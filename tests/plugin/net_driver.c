@@ -98,8 +98,9 @@ static void usage(void)
 		"  --max-size BYTES        largest message of basic and close-order (default 64M)\n"
 		"  --expect-warn TEXT      init-fail: the one WARN line must contain TEXT\n"
 		"  --verbose               print the plugin's TRACE lines too\n"
-		"scenarios: basic pipeline many stripes stripe-kill accept-stall accept-die grouped close-order peer-kill peer-freeze idle-peer\n"
-		"           init-fail copy-fail\n");
+		"scenarios: basic pipeline many stripes stripe-kill accept-stall accept-die\n"
+		"           grouped close-order peer-kill peer-freeze idle-peer init-fail\n"
+		"           copy-fail\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -2947,13 +2948,14 @@ static int scenario_accept_gap(struct drv *d, double deadline, bool die)
 	pthread_mutex_unlock(&warn_lock);
 	/* the set-up of stripe 0 and the hand-shakes before it take well under 5 s */
 	if (!die && waited_ms > t_ms + 5000) {
-		fail("accept-stall: the accept failed %.0f ms in, past HARP_PEER_TIMEOUT_MS=%.0f + 5 s",
+		fail("accept-stall: the accept failed %.0f ms in, past HARP_PEER_TIMEOUT_MS=%.0f "
+		     "+ 5 s",
 		     waited_ms, t_ms);
 		return -1;
 	}
 	if (die && waited_ms >= t_ms) {
-		fail("accept-die: the accept failed only %.0f ms in (HARP_PEER_TIMEOUT_MS=%.0f): the "
-		     "dead stripe was not noticed",
+		fail("accept-die: the accept failed only %.0f ms in (HARP_PEER_TIMEOUT_MS=%.0f): "
+		     "the dead stripe was not noticed",
 		     waited_ms, t_ms);
 		return -1;
 	}

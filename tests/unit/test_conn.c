@@ -2184,7 +2184,8 @@ static void test_rescue_releases_pairs(void **state)
 			held++;
 			assert_false(pairs_free_for(t, wire_ip_fold(&a->path.dst_ip), sp, dp, 1));
 		} else {
-			free_for_other += pairs_free_for(t, wire_ip_fold(&a->path.dst_ip), sp, dp, 1);
+			free_for_other +=
+				pairs_free_for(t, wire_ip_fold(&a->path.dst_ip), sp, dp, 1);
 		}
 	}
 	assert_int_equal(held, 4);

@@ -102,7 +102,8 @@ static void test_full_refuses_no_one(void **state)
 		for (lp = 0; lp < 64; lp++) {
 			for (pp = lp; pp < 64; pp++) {
 				assert_true(pairs_claim(t, IP_A + ip, (uint16_t)(47000 + lp),
-							(uint16_t)(47000 + pp), (int)(lp % 4), NULL));
+							(uint16_t)(47000 + pp), (int)(lp % 4),
+							NULL));
 			}
 		}
 	}
