@@ -95,6 +95,21 @@ static void ctrl_keepalive(int fd, int peer_timeout_ms)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
 }
 
+/*
+ * The control connection's segments fit every path of its family (576 bytes of IPv4, 1280 of
+ * IPv6): a hop narrower than the interfaces that drops larger frames without a word (no ICMP)
+ * would black-hole a full-sized segment of path reports, retransmitted at the same size until
+ * the user timeout fails the connection, while harp's own packets found the size by probing.
+ * Set before listen() (accepted sockets inherit it) and connect(), so each side's SYN asks the
+ * peer for as much; the messages are a few dozen bytes, so nothing is lost by it.
+ */
+static void ctrl_small_segments(int fd, int family)
+{
+	int mss = family == AF_INET6 ? 1280 - 40 - 20 : 576 - 20 - 20;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss));
+}
+
 /* ---- socket addresses of either family ---------------------------------------------------- */
 
 /* ip (IPv4 mapped, or IPv6) and port (network order) as a socket address; a link-local IPv6
@@ -161,6 +176,7 @@ int ctrl_listen(struct harp_ctx *ctx, struct harp_handle *handle, struct harp_li
 		pr_err("listen: socket() failed: %s", strerror(errno));
 		return err;
 	}
+	ctrl_small_segments(l->fd, sa.ss_family);
 	if (bind(l->fd, (struct sockaddr *)&sa, salen) || listen(l->fd, SOMAXCONN) ||
 	    getsockname(l->fd, (struct sockaddr *)&sa, &salen)) {
 		err = -errno;
@@ -282,6 +298,7 @@ int ctrl_connect(struct harp_conn *c, const struct harp_handle *handle)
 		return -errno;
 	}
 	ctrl_keepalive(c->ctrl_fd, c->ctx->params.peer_timeout_ms);
+	ctrl_small_segments(c->ctrl_fd, sa.ss_family);
 	/* Leave from harp's interface address, so the data path and this one agree. */
 	if (bind(c->ctrl_fd, (struct sockaddr *)&me, melen)) {
 		err = -errno;
