@@ -5,9 +5,10 @@
 # live transfer (control_inject.py): A - M - B, harp-xfer sending 64 KiB messages from the client
 # in A to the server in B for a few seconds, the attacker in M. Per TYPE:
 #
-#   close    M drops every UDP packet from A, then a CLOSE "from B" tells A that B took every
-#            psn A sent (1 + the highest psn M saw from A): taken as B's final ack, it completes
-#            sends whose packets never reached B
+#   close    M drops the first packet of each of A's messages (A still sends the rest of each),
+#            then a CLOSE "from B" tells A that B took every psn A sent (1 + the highest psn M
+#            saw from A): taken as B's final ack, it would complete sends whose first packets
+#            never reached B (harp at 438fa4b completed 8)
 #   path     M drops A's probes; PATH reports "from B" for the candidates of A's probe rounds
 #            tell A that pairs no probe crossed reach B, and M black-holes half of them
 #   silent   SILENT "from B" tells A that nothing of its data path arrives (3 messages)
