@@ -451,6 +451,29 @@ static int rescue_victim(const struct harp_conn *c)
 	return victim;
 }
 
+/*
+ * A rescue's answer added a pair that a probe just crossed: what the paths still silent hold
+ * goes on it now, not at the next timeout. Backed off behind timeouts that found every path
+ * dark, that is seconds away on a slow pair of hosts, and the packet the connection waits on
+ * may sit on a silent path the rescue has not replaced yet (a starved guest's run died so, 693
+ * ms after its rescue, with every path but the one holding that packet replaced). The
+ * retransmission timer starts again with the resends.
+ */
+static void rescue_resend(struct harp_conn *c, uint64_t now)
+{
+	uint32_t psn;
+
+	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
+		struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && rescue_victim_ok(c, &c->paths[rec->path])) {
+			queue_rtx(c, rec, psn);
+		}
+	}
+	c->probe.rescued_ns = now;
+	c->rto_base_ns = now;
+}
+
 /* A rescue round's answered candidate: the pair reaches the peer's engine now, which is more
  * than the silent path it replaces can say. */
 static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
@@ -471,7 +494,11 @@ static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 	path_retire(c, (uint32_t)victim);
 	c->stats.paths_retired++;
 	c->stats.paths_rescued++;
-	return conn_add_path(c, src_port, dst_port, now) >= 0;
+	if (conn_add_path(c, src_port, dst_port, now) < 0) {
+		return false;
+	}
+	rescue_resend(c, now);
+	return true;
 }
 
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)

@@ -2317,10 +2317,116 @@ static void test_one_dark(void **state)
 	free(s);
 }
 
+/*
+ * vm_copy_rss_q2's death on starved guests (srtt 0.5-0.9 s): every path fell silent, a rescue's
+ * answers came late and replaced all the silent paths but one, and the packet the connection
+ * waited on sat on that one until the next timeout, after the peer timeout: "dead" 693 ms
+ * after a probe proved the peer's engine there. Here a's pairs to b go dark (a to b only) after
+ * a round trip of 600 ms was measured, and the rescue's one answer comes 9.8 s into the silence:
+ * the waiting packet must go on the new path at once, and its ack, due a round trip later,
+ * past the 10 s peer timeout, keeps the connection alive.
+ */
+static void test_rescue_resends(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a, *b = &p->b;
+	const uint64_t peer_timeout = 10000000000ull, hop = 300000000ull; /* one way */
+	uint8_t src[3 * PAYLOAD], dst[3 * PAYLOAD];
+	struct harp_req *r, *s;
+	uint64_t silent_from;
+	uint32_t round = 0, tag = 0, held = 0;
+	int i, steps;
+
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	/* a slow pair of hosts: messages one at a time, each way a hop */
+	for (i = 0; i < 8; i++) {
+		fill_pattern(src, sizeof(src), (uint8_t)i);
+		r = announce_recv(p, dst, sizeof(dst), 1);
+		s = post_send(a, src, sizeof(src), 1);
+		emit(a, &p->ab, p->now, false);
+		p->now += hop;
+		deliver_all(b, &p->ab, p->now);
+		emit(b, &p->ba, p->now, true);
+		p->now += hop;
+		deliver_all(a, &p->ba, p->now);
+		assert_int_equal(req_state(s), REQ_DONE);
+		assert_int_equal(req_state(r), REQ_DONE);
+		free(r);
+		free(s);
+	}
+	assert_true(a->rtt.srtt_us >= 500000);
+	/* then every pair of a's to b goes dark; one message waits */
+	fill_pattern(src, sizeof(src), 99);
+	memset(dst, 0, sizeof(dst));
+	r = announce_recv(p, dst, sizeof(dst), 2);
+	emit(a, &p->ab, p->now, true); /* the CTS's ack: b has nothing in flight */
+	p->now += hop;
+	deliver_all(b, &p->ab, p->now);
+	conn_on_timer(a, p->now, peer_timeout);
+	silent_from = p->now;
+	s = post_send(a, src, sizeof(src), 2);
+	for (steps = 0;
+	     steps < 100 && req_state(s) != REQ_DONE && atomic_load(&a->state) == CONN_READY;
+	     steps++) {
+		struct conn_tx tx;
+		struct pkt k;
+
+		p->now += hop;
+		deliver_lit(b, &p->ab, p->now);
+		deliver_all(a, &p->ba, p->now);
+		conn_on_timer(a, p->now, peer_timeout);
+		conn_on_timer(b, p->now, peer_timeout);
+		if (a->probe.unheard_ms) {
+			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+			a->probe.unheard_ms = 0;
+		}
+		emit(a, &p->ab, p->now, false);
+		emit(b, &p->ba, p->now, false);
+		/* a's probes: b's engine hears a lit one and answers it, but the answer reaches a
+		 * late */
+		while (conn_next_probe(a, &tx, p->now)) {
+			k.src_port = tx.src_port;
+			k.dst_port = tx.dst_port;
+			if (tx.h.type != HARP_PKT_PROBE || dark_pair(&k)) {
+				continue;
+			}
+			conn_on_probe_heard(b, p->now);
+			if (held < 2 && (tx.h.rsn != round || !held)) {
+				round = tx.h.rsn;
+				tag = tx.h.tag;
+				held = 1;
+			}
+		}
+		if (held == 1 && p->now - silent_from >= 9800000000ull) {
+			uint32_t before = a->stats.retransmits;
+
+			conn_on_probe_result(a, round, tag, p->now);
+			assert_int_equal(a->stats.paths_rescued, 1);
+			held = 2;
+			emit(a, &p->ab, p->now, false);
+			assert_true(a->stats.retransmits > before); /* at once, on the new pair */
+		}
+	}
+	print_message("# rescue's late answer: %d steps, %llu timeouts, %u rescued, state %d\n",
+		      steps, (unsigned long long)a->stats.timeouts, a->stats.paths_rescued,
+		      atomic_load(&a->state));
+	assert_int_equal(held, 2);
+	assert_int_equal(atomic_load(&a->state), CONN_READY);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_true(p->now - silent_from > peer_timeout); /* the ack came after the timeout */
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(src, dst, sizeof(src));
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_dark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescue_resends, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_releases_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unheard_limit, setup, teardown),
