@@ -226,23 +226,59 @@ static void nonce_of(uint8_t nonce[12], uint16_t src_port, uint16_t dst_port,
 	memcpy(nonce + 4, counter, 8);
 }
 
-void auth_seal(struct harp_auth *a, uint16_t src_port, uint16_t dst_port, uint8_t *records,
-	       uint32_t len)
+/* A trailer's counter, big-endian in its first 8 bytes. */
+static void counter_put(uint8_t *trailer, uint64_t n)
 {
-	uint8_t *trailer = records + len, nonce[12], none[1] = { 0 };
-	uint64_t n = a->tx_count++;
 	int i;
 
 	for (i = 7; i >= 0; i--, n >>= 8) {
 		trailer[i] = (uint8_t)n;
 	}
-	nonce_of(nonce, src_port, dst_port, trailer);
-	if (a->aes) {
-		so.aes_seal(none, trailer + 8, NULL, none, 0, records, len, NULL, nonce, &a->tx.aes);
-	} else {
-		so.chacha_seal(none, trailer + 8, NULL, none, 0, records, len, NULL, nonce,
-			       a->tx.raw);
+}
+
+static uint64_t counter_get(const uint8_t *trailer)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		n = n << 8 | trailer[i];
 	}
+	return n;
+}
+
+/* The tag of len bytes of associated data (an empty plaintext), after the counter. */
+static void tag_make(const struct harp_auth *a, const struct auth_key *k, const uint8_t nonce[12],
+		     const uint8_t *ad, uint32_t len, uint8_t *trailer)
+{
+	uint8_t none[1] = { 0 }; /* the empty plaintext's place */
+
+	if (a->aes) {
+		so.aes_seal(none, trailer + 8, NULL, none, 0, ad, len, NULL, nonce, &k->aes);
+	} else {
+		so.chacha_seal(none, trailer + 8, NULL, none, 0, ad, len, NULL, nonce, k->raw);
+	}
+}
+
+static bool tag_ok(const struct harp_auth *a, const struct auth_key *k, const uint8_t nonce[12],
+		   const uint8_t *ad, uint32_t len, const uint8_t *trailer)
+{
+	uint8_t none[1] = { 0 };
+
+	if (a->aes) {
+		return so.aes_open(none, NULL, none, 0, trailer + 8, ad, len, nonce, &k->aes) == 0;
+	}
+	return so.chacha_open(none, NULL, none, 0, trailer + 8, ad, len, nonce, k->raw) == 0;
+}
+
+void auth_seal(struct harp_auth *a, uint16_t src_port, uint16_t dst_port, uint8_t *records,
+	       uint32_t len)
+{
+	uint8_t *trailer = records + len, nonce[12];
+
+	counter_put(trailer, a->tx_count++);
+	nonce_of(nonce, src_port, dst_port, trailer);
+	tag_make(a, &a->tx, nonce, records, len, trailer);
 }
 
 /* The window's word and bit for counter n. */
@@ -272,24 +308,13 @@ static bool take_counter(struct harp_auth *a, uint64_t n)
 enum auth_verdict auth_open(struct harp_auth *a, uint16_t src_port, uint16_t dst_port,
 			    const uint8_t *records, uint32_t len, const uint8_t *trailer)
 {
-	uint8_t nonce[12], none[1] = { 0 }; /* the empty plaintext's place */
-	uint64_t n = 0;
-	int rc, i;
+	uint8_t nonce[12];
 
 	nonce_of(nonce, src_port, dst_port, trailer);
-	if (a->aes) {
-		rc = so.aes_open(none, NULL, none, 0, trailer + 8, records, len, nonce, &a->rx.aes);
-	} else {
-		rc = so.chacha_open(none, NULL, none, 0, trailer + 8, records, len, nonce,
-				    a->rx.raw);
-	}
-	if (rc) {
+	if (!tag_ok(a, &a->rx, nonce, records, len, trailer)) {
 		return AUTH_FORGED;
 	}
-	for (i = 0; i < 8; i++) {
-		n = n << 8 | trailer[i];
-	}
-	return take_counter(a, n) ? AUTH_OK : AUTH_REPLAYED;
+	return take_counter(a, counter_get(trailer)) ? AUTH_OK : AUTH_REPLAYED;
 }
 
 /* The control channel's nonce: 4 zero bytes, then the counter as the trailer has it. */
@@ -301,42 +326,24 @@ static void ctl_nonce_of(uint8_t nonce[12], const uint8_t counter[8])
 
 void auth_seal_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len, uint8_t *trailer)
 {
-	uint8_t nonce[12], none[1] = { 0 };
-	uint64_t n = a->ctl_tx_count++;
-	int i;
+	uint8_t nonce[12];
 
-	for (i = 7; i >= 0; i--, n >>= 8) {
-		trailer[i] = (uint8_t)n;
-	}
+	counter_put(trailer, a->ctl_tx_count++);
 	ctl_nonce_of(nonce, trailer);
-	if (a->aes) {
-		so.aes_seal(none, trailer + 8, NULL, none, 0, msg, len, NULL, nonce, &a->ctl_tx.aes);
-	} else {
-		so.chacha_seal(none, trailer + 8, NULL, none, 0, msg, len, NULL, nonce,
-			       a->ctl_tx.raw);
-	}
+	tag_make(a, &a->ctl_tx, nonce, msg, len, trailer);
 }
 
 enum auth_verdict auth_open_ctl(struct harp_auth *a, const uint8_t *msg, uint32_t len,
 				const uint8_t *trailer)
 {
-	uint8_t nonce[12], none[1] = { 0 };
-	uint64_t n = 0;
-	int rc, i;
+	uint8_t nonce[12];
+	uint64_t n;
 
 	ctl_nonce_of(nonce, trailer);
-	if (a->aes) {
-		rc = so.aes_open(none, NULL, none, 0, trailer + 8, msg, len, nonce, &a->ctl_rx.aes);
-	} else {
-		rc = so.chacha_open(none, NULL, none, 0, trailer + 8, msg, len, nonce,
-				    a->ctl_rx.raw);
-	}
-	if (rc) {
+	if (!tag_ok(a, &a->ctl_rx, nonce, msg, len, trailer)) {
 		return AUTH_FORGED;
 	}
-	for (i = 0; i < 8; i++) {
-		n = n << 8 | trailer[i];
-	}
+	n = counter_get(trailer);
 	/* TCP keeps the order: a counter behind the newest taken was taken, or never will be */
 	if (n < a->ctl_rx_next) {
 		return AUTH_REPLAYED;

@@ -84,7 +84,7 @@ static int chan_take(struct harp_conn *c, const uint8_t *bytes, uint64_t now)
 		conn_on_peer_unheard(c, msg.value, now);
 	} else if (!c->peer_closed) {
 		c->peer_closed = true;
-		if (conn_on_peer_close(c, msg.value, now)) {
+		if (conn_on_peer_close(c, msg.value)) {
 			chan_send_close(c); /* our side is done too: the peer's lingering ends */
 		}
 	}

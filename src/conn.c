@@ -185,11 +185,10 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
  * waited for: the peer lingers answering it (deliver_closed) until we close too; what is past
  * it will never be taken. Returns conn_peer_close_check's verdict.
  */
-bool conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now)
+bool conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt)
 {
 	uint32_t bound = peer_rcv_nxt;
 
-	(void)now;
 	if (psn_before(bound, c->snd_una)) {
 		bound = c->snd_una;
 	}

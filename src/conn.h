@@ -376,7 +376,7 @@ void conn_linger_fail(struct harp_conn *c);
  * peer timeout when those acks never come. True when it failed now (tell the peer: it lingers
  * until then).
  */
-bool conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt, uint64_t now);
+bool conn_on_peer_close(struct harp_conn *c, uint32_t peer_rcv_nxt);
 bool conn_peer_close_check(struct harp_conn *c);
 
 /* Something to transmit: a reliable packet (new or again), an ACK or a PROBE. */

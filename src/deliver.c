@@ -377,7 +377,7 @@ void deliver_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 		c->stats.rx_duplicates++; /* beyond any window the sender may use: not trusted */
 		return;
 	}
-	if (psn_before(psn, c->rcv_nxt) || rcv_bit(c, psn)) {
+	if (rcv_taken(c, psn)) {
 		c->stats.rx_duplicates++;
 		c->dup_seen = true; /* tells the sender, whose reordering window may be too tight */
 		/* our ack went missing, or the sender retransmitted early */
@@ -427,8 +427,7 @@ void deliver_closed(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 {
 	uint32_t psn = p->h.psn;
 
-	if (!psn_before(psn, c->rcv_nxt) &&
-	    ((uint32_t)(psn - c->rcv_nxt) >= CONN_TXQ || !rcv_bit(c, psn))) {
+	if (!rcv_taken(c, psn)) {
 		return; /* after the close: never taken, never acked */
 	}
 	/* the peer waits for our ack of it: it went missing */

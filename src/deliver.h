@@ -30,4 +30,11 @@ static inline bool rcv_bit(const struct harp_conn *c, uint32_t psn)
 	return c->rcv_bits[b / 64] & (1ull << (b % 64));
 }
 
+/* Was psn taken already: before rcv_nxt, or received within the window past it? */
+static inline bool rcv_taken(const struct harp_conn *c, uint32_t psn)
+{
+	return psn_before(psn, c->rcv_nxt) ||
+	       ((uint32_t)(psn - c->rcv_nxt) < CONN_TXQ && rcv_bit(c, psn));
+}
+
 #endif

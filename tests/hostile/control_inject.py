@@ -69,6 +69,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from packet_attack import WIRE_VERSION, checksum  # noqa: E402 (beside this file)
+
 ETH_P_ALL = 3
 ETH = 14  # harp and the kernel's TCP send untagged frames here
 SO_ATTACH_FILTER = 26
@@ -83,19 +86,6 @@ PATH_COLLECT_S = 0.005  # a probe round's candidates arrive within this after it
 PROBE_CANDS = 64  # a round's candidates (src/paths.h CONN_PROBE_CANDS)
 
 
-def wire_version():
-    """HARP_WIRE_VERSION from src/wire.h beside this tree: a harp header's first byte."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "..", "..", "src", "wire.h"), encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("#define HARP_WIRE_VERSION "):
-                return int(line.split()[2])
-    raise SystemExit("control_inject: no HARP_WIRE_VERSION in src/wire.h")
-
-
-WIRE_VERSION = wire_version()
-
-
 def seq_after(a, b):
     """Whether 32-bit sequence (or psn) a comes after b, modulo 2^32."""
     return a != b and (a - b) % SEQ_MOD < SEQ_MOD // 2
@@ -105,15 +95,6 @@ def seq_max(a, b):
     if a is None:
         return b
     return b if b is not None and seq_after(b, a) else a
-
-
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def proto_filter(proto):

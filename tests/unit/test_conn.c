@@ -1261,7 +1261,7 @@ static void test_unsolicited_peer_close(void **state)
 	emit(&p->b, &p->ba, p->now, true);
 	p->ba.n = 0; /* and so is b's ack */
 	assert_true(conn_linger(&p->b, -ECONNABORTED, true)); /* b's user closes it */
-	assert_false(conn_on_peer_close(&p->a, p->b.rcv_nxt, p->now));
+	assert_false(conn_on_peer_close(&p->a, p->b.rcv_nxt));
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(req_state(s[i]), REQ_PENDING); /* not on the close's word */
 	}
@@ -1299,7 +1299,7 @@ static void test_peer_close_forged(void **state)
 	emit(&p->a, &p->ab, p->now, false);
 	assert_int_equal(count_type(&p->ab, HARP_PKT_DATA), 4);
 	p->ab.n = 0; /* none arrives */
-	assert_false(conn_on_peer_close(&p->a, p->a.snd_nxt, p->now));
+	assert_false(conn_on_peer_close(&p->a, p->a.snd_nxt));
 	assert_int_equal(req_state(s), REQ_PENDING);
 	p->now += 2000000000ull;
 	conn_on_timer(&p->a, p->now, 1000000000ull);
