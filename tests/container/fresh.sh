@@ -66,7 +66,7 @@ if grep -E '^-- .*(not usable|will skip|[Mm]issing|NOT found|not found)|^CMake W
 	exit 1
 fi
 echo "fresh: unit and fuzz tests from /build"
-ctest --test-dir /build -L 'unit|fuzz' --output-on-failure 2>&1 | tee /ctest.log
+ctest --test-dir /build -L 'unit|fuzz' -j "\$(nproc)" --output-on-failure 2>&1 | tee /ctest.log
 if grep -E '\((Skipped|Disabled|Not Run)\)|Not Run' /ctest.log; then
 	echo "fresh: FAIL tests skipped (the lines above)"
 	exit 1
