@@ -2422,11 +2422,62 @@ static void test_rescue_resends(void **state)
 	free(s);
 }
 
+/*
+ * On starved hosts a rescue round's answers came after the next timeout had begun another
+ * round, and were dropped as stale: no rescue round ever replaced a path (a vm run's connection
+ * sent 6 rounds, rescued nothing, and was declared dead). The round before the newest still
+ * counts: its answer replaces a silent path, and teaches how long answers take.
+ */
+static void test_rescue_late_answer(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a;
+	uint8_t src[4 * PAYLOAD], dst[4 * PAYLOAD];
+	struct harp_req *r, *s;
+	struct conn_tx tx;
+	struct pkt k;
+	uint32_t round = 0, tag = 0;
+	int i;
+
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(&p->b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	fill_pattern(src, sizeof(src), 3);
+	r = announce_recv(p, dst, sizeof(dst), 1);
+	s = post_send(a, src, sizeof(src), 1);
+	emit(a, &p->ab, p->now, false);
+	deliver_lit(&p->b, &p->ab, p->now); /* every pair dark: nothing arrives */
+	for (i = 0; i < 3; i++) {
+		p->now += (uint64_t)a->rtt.rto_us * 1000 + 1;
+		conn_on_timer(a, p->now, UINT64_MAX / 2);
+		emit(a, &p->ab, p->now, false);
+		deliver_lit(&p->b, &p->ab, p->now);
+		/* the rescue rounds' probes cross, but their answers are late */
+		while (conn_next_probe(a, &tx, p->now)) {
+			k.src_port = tx.src_port;
+			k.dst_port = tx.dst_port;
+			if (tx.h.type == HARP_PKT_PROBE && !dark_pair(&k) && i == 1 && !round) {
+				round = tx.h.rsn;
+				tag = tx.h.tag;
+			}
+		}
+	}
+	assert_true(round != 0);
+	assert_true(a->probe.round > round); /* a later rescue round began */
+	p->now += 1000000;
+	conn_on_probe_result(a, round, tag, p->now);
+	assert_int_equal(a->stats.paths_rescued, 1);
+	assert_true(a->probe.answer_ns > 0);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_dark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_resends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescue_late_answer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_releases_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unheard_limit, setup, teardown),
