@@ -63,7 +63,7 @@ struct conn_probe {
 	uint64_t rescue_ns, deaf_from_ns;
 	bool for_peer;
 	uint32_t rescue_round;
-	bool round_rescue; /* this round was a rescue's when it began */
+	bool round_rescue;   /* this round was a rescue's when it began */
 	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
 			      * we last heard anything of it; 0: none (or heard within 1 ms) */
 	uint64_t peer_rescue_ns; /* when the peer's CHAN_UNHEARD last started a rescue; 0: never */
