@@ -289,20 +289,6 @@ uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now)
 	return 0;
 }
 
-/*
- * A rescue's answer added a path within the last retransmission timeout, and what waited went
- * again on it (rescue_resend): the peer's engine answered that probe, so it is not gone, and
- * its ack of the resends is due within a round trip. Judged when that timeout has passed, or at
- * half the peer timeout past the whole (rescues that keep finding pairs and never an ack end).
- */
-static bool rescue_answer_due(const struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
-{
-	uint64_t since = now - c->probe.rescued_ns;
-
-	return c->probe.rescued_ns && since <= (uint64_t)c->rtt.rto_us * 1000 &&
-	       now - c->last_ack_ns <= peer_timeout_ns + peer_timeout_ns / 2;
-}
-
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 {
 	uint32_t psn;
@@ -315,7 +301,7 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 		return;
 	}
 	c->heard_ns = now; /* while packets are in flight, their acks judge the peer */
-	if (now - c->last_ack_ns > peer_timeout_ns && !rescue_answer_due(c, now, peer_timeout_ns)) {
+	if (now - c->last_ack_ns > peer_timeout_ns) {
 		declare_dead(c, now - c->last_ack_ns, peer_timeout_ns, "no acknowledgement from",
 			     now);
 		return;

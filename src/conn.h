@@ -336,13 +336,6 @@ void conn_free(struct harp_conn *c);
 void conn_start(struct harp_conn *c, uint64_t now);
 /* A checked packet for this connection arrived. */
 void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
-/* A probe of the peer's for this connection arrived: its engine runs, though what it sends on
- * its paths may not arrive. The idle peer check counts it (heard_ns); CHAN_UNHEARD's window
- * (rx_any_ns) does not: it judges the pairs the data takes. */
-static inline void conn_on_probe_heard(struct harp_conn *c, uint64_t now)
-{
-	c->heard_ns = now;
-}
 /* Takes a posted request from the data thread. Returns false if it must wait (slot busy). */
 bool conn_take_request(struct harp_conn *c, struct harp_req *r);
 /* How long c has waited on its peer: since the last new ack while packets are in flight, since

@@ -466,7 +466,6 @@ static bool rx_auth_ok(struct harp_engine *e, struct harp_conn *c, const struct 
 static void rx_probe(struct harp_engine *e, struct harp_conn *c, const struct wire_pkt *p,
 		     uint64_t now)
 {
-	conn_on_probe_heard(c, now);
 	if (e->env.pairs) {
 		uint32_t peer = wire_ip_fold(&p->src_ip);
 

@@ -64,20 +64,6 @@ void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint1
 	c->probe.interval_ns = PROBE_INTERVAL_NS;
 }
 
-/* Whether a live path runs on the pair. */
-static bool path_on(const struct harp_conn *c, uint16_t src_port, uint16_t dst_port)
-{
-	uint32_t i;
-
-	for (i = 0; i < c->npaths; i++) {
-		if (c->paths[i].live && c->paths[i].src_port == src_port &&
-		    c->paths[i].dst_port == dst_port) {
-			return true;
-		}
-	}
-	return false;
-}
-
 int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
 {
 	uint32_t per_max = c->cwnd_max / c->paths_want, init = CWND_INIT / c->paths_want, i;
@@ -86,8 +72,11 @@ int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uin
 	uint32_t largest = c->pmtu.ceiling > mss ? c->pmtu.ceiling : mss;
 	struct conn_path *p;
 
-	if (path_on(c, src_port, dst_port)) {
-		return -EEXIST;
+	for (i = 0; i < c->npaths; i++) {
+		if (c->paths[i].live && c->paths[i].src_port == src_port &&
+		    c->paths[i].dst_port == dst_port) {
+			return -EEXIST;
+		}
 	}
 	if (c->paths_live >= c->paths_want) {
 		return -ENOSPC;
@@ -279,23 +268,12 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 	uint32_t n = 0, tries = 0, i, cands;
 	uint64_t floor = probe_wait_floor(pr);
 
-	if (pr->round) {
-		pr->prev.round = pr->round;
-		pr->prev.ncands = pr->ncands;
-		pr->prev.round_ns = pr->round_ns;
-		pr->prev.answered = pr->answered;
-		pr->prev.rescue = pr->round_rescue;
-		memcpy(pr->prev.cand_src, pr->cand_src, sizeof(pr->cand_src));
-		memcpy(pr->prev.cand_dst, pr->cand_dst, sizeof(pr->cand_dst));
-	}
 	pr->round++;
-	pr->round_rescue = false;
 	if (pr->rescue_ns && !pr->rescue_round) {
 		uint32_t silent = rescue_silent(c);
 
 		want = silent > want ? silent : want;
 		pr->rescue_round = pr->round;
-		pr->round_rescue = true;
 	}
 	cands = want * PROBE_CANDS_PER_PATH < CONN_PROBE_CANDS ? want * PROBE_CANDS_PER_PATH
 							       : CONN_PROBE_CANDS;
@@ -304,8 +282,12 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 		uint16_t sp = htons((uint16_t)(c->port_lo + xorshift(&pr->rng) % c->port_span));
 		uint16_t dp = htons(
 			(uint16_t)(c->peer_port_lo + xorshift(&pr->rng) % c->peer_port_span));
-		bool used = path_on(c, sp, dp);
+		bool used = false;
 
+		for (i = 0; i < c->npaths && !used; i++) {
+			used = c->paths[i].live && c->paths[i].src_port == sp &&
+			       c->paths[i].dst_port == dp;
+		}
 		for (i = 0; i < n && !used; i++) {
 			used = pr->cand_src[i] == sp && pr->cand_dst[i] == dp;
 		}
@@ -469,30 +451,6 @@ static int rescue_victim(const struct harp_conn *c)
 	return victim;
 }
 
-/*
- * A rescue's answer added a pair that a probe just crossed: what the paths still silent hold
- * goes on it now, not at the next timeout. Backed off behind timeouts that found every path
- * dark, that is seconds away on a slow pair of hosts, and the packet the connection waits on
- * may sit on a silent path the rescue has not replaced yet (a starved guest's run died so, 693
- * ms after its rescue, with every path but the one holding that packet replaced). A packet
- * goes again once: sent on the new path, it is no longer on a silent one when the round's next
- * answer comes. The retransmission timer starts again with them.
- */
-static void rescue_resend(struct harp_conn *c, uint64_t now)
-{
-	uint32_t psn;
-
-	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
-		struct tx_rec *rec = rec_of(c, psn);
-
-		if (!rec->acked && rescue_victim_ok(c, &c->paths[rec->path])) {
-			queue_rtx(c, rec, psn);
-		}
-	}
-	c->probe.rescued_ns = now;
-	c->rto_base_ns = now;
-}
-
 /* A rescue round's answered candidate: the pair reaches the peer's engine now, which is more
  * than the silent path it replaces can say. */
 static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
@@ -513,40 +471,21 @@ static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 	path_retire(c, (uint32_t)victim);
 	c->stats.paths_retired++;
 	c->stats.paths_rescued++;
-	if (conn_add_path(c, src_port, dst_port, now) < 0) {
-		return false;
-	}
-	rescue_resend(c, now);
-	return true;
+	return conn_add_path(c, src_port, dst_port, now) >= 0;
 }
 
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
-	const uint16_t *src, *dst;
-	uint64_t began;
-	bool fresh = false, rescue, *answered;
-	uint16_t sp, dp;
+	bool fresh = false;
 
-	if (round == pr->round && cand < pr->ncands) {
-		src = pr->cand_src;
-		dst = pr->cand_dst;
-		began = pr->round_ns;
-		answered = &pr->answered;
-		rescue = pr->rescue_ns && round == pr->rescue_round;
-	} else if (pr->prev.round && round == pr->prev.round && cand < pr->prev.ncands) {
-		src = pr->prev.cand_src;
-		dst = pr->prev.cand_dst;
-		began = pr->prev.round_ns;
-		answered = &pr->prev.answered;
-		rescue = pr->rescue_ns && pr->prev.rescue;
-	} else {
-		return; /* an older round's: its candidates are gone */
+	if (round != pr->round || cand >= pr->ncands) {
+		return; /* an earlier round's: its candidates are gone */
 	}
-	if (!*answered) {
-		uint64_t took = now - began;
+	if (!pr->answered) {
+		uint64_t took = now - pr->round_ns;
 
-		*answered = true;
+		pr->answered = true;
 		pr->answer_ns = pr->answer_ns ? (3 * pr->answer_ns + took) / 4 : took;
 		if (pr->shared_answer_ns) {
 			uint64_t *sh = pr->shared_answer_ns;
@@ -554,26 +493,24 @@ void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, ui
 			*sh = *sh ? (7 * *sh + took) / 8 : took;
 		}
 	}
-	sp = src[cand];
-	dp = dst[cand];
-	if (path_on(c, sp, dp)) {
-		return; /* the other round's answer on the pair came first */
-	}
 	/* another engine took the pair since the round began (its own probe, or the peer's) */
-	if (c->pairs && !pairs_claim(c->pairs, peer_key(c), sp, dp, c->pair_owner, &fresh)) {
+	if (c->pairs && !pairs_claim(c->pairs, peer_key(c), pr->cand_src[cand],
+				     pr->cand_dst[cand], c->pair_owner, &fresh)) {
 		c->stats.probes_pair_taken++;
 		return;
 	}
-	if (conn_add_path(c, sp, dp, now) >= 0) {
+	if (conn_add_path(c, pr->cand_src[cand], pr->cand_dst[cand], now) >= 0) {
 		pr->interval_ns = PROBE_INTERVAL_NS; /* rounds find paths: no need to wait longer */
 		return;
 	}
-	if (rescue && rescue_take(c, sp, dp, now)) {
+	if (pr->rescue_ns && round == pr->rescue_round &&
+	    rescue_take(c, pr->cand_src[cand], pr->cand_dst[cand], now)) {
 		return;
 	}
 	if (fresh) {
 		/* no path on it: another engine of ours may have it */
-		pairs_release(c->pairs, peer_key(c), sp, dp, c->pair_owner);
+		pairs_release(c->pairs, peer_key(c), pr->cand_src[cand], pr->cand_dst[cand],
+			      c->pair_owner);
 	}
 }
 

@@ -63,20 +63,10 @@ struct conn_probe {
 	uint64_t rescue_ns, deaf_from_ns;
 	bool for_peer;
 	uint32_t rescue_round;
-	bool round_rescue;   /* this round was a rescue's when it began */
 	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
 			      * we last heard anything of it; 0: none (or heard within 1 ms) */
 	uint64_t peer_rescue_ns; /* when the peer's CHAN_UNHEARD last started a rescue; 0: never */
-	uint64_t rescued_ns;	 /* when a rescue's answer last added a path; 0: never */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
-	/* The round before this one, whose answers still count: on a starved pair of hosts they
-	 * come after the next timeout has begun another round (prev.round 0: none). */
-	struct {
-		uint32_t round, ncands;
-		uint64_t round_ns;
-		bool answered, rescue;
-		uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS];
-	} prev;
 	uint32_t rng;
 };
 
