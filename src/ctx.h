@@ -33,7 +33,7 @@ struct harp_ctx {
 	_Atomic uint32_t next_engine;
 	struct engine_keeper keeper; /* runs engines no caller has run lately */
 	bool engine_threads;	     /* each engine runs on a thread of its own instead */
-	_Atomic bool copy_fallback;  /* a zero-copy socket stalled: every engine binds in copy mode */
+	struct zc_fallback copy_fallback; /* a zero-copy socket stalled: copy mode, for a while */
 	struct pairs pairs;	     /* which engine owns each port pair with a peer */
 	struct harp_device_ops device; /* harp_ctx__set_device: copy NULL until then */
 };

@@ -57,6 +57,7 @@ int engine_init(struct harp_engine *e, const struct engine_env *env, int queue, 
 	steer_claim(env->steer, queue);
 	e->rx_last_ns = now_ns();
 	e->zc_opened_ns = e->rx_last_ns;
+	e->zc_first = e->port.zerocopy;
 	return 0;
 
 err_epoll:
@@ -1037,6 +1038,9 @@ static void fault_zc_stall(struct harp_engine *e, uint64_t now)
 	uint64_t after = (uint64_t)e->env.params->fault_zc_stall_ms * 1000000ull;
 	uint64_t tx_after = (uint64_t)e->env.params->fault_zc_tx_corrupt_ms * 1000000ull;
 
+	if (e->fault_zc_spent) {
+		return; /* once: the socket bound again after the fallback works */
+	}
 	if (after && e->port.zerocopy && !e->port.no_refill && now - e->zc_opened_ns >= after) {
 		e->port.no_refill = true;
 		pr_info("engine %d: HARP_FAULT_ZC_STALL_MS: frames no longer go back to the fill ring "
@@ -1059,6 +1063,64 @@ static void fault_zc_stall(struct harp_engine *e, uint64_t now)
 }
 #endif
 
+uint64_t zc_quiet_ns(uint32_t retry_ms, uint32_t stalls)
+{
+	uint64_t ms = retry_ms, max = ZC_RETRY_MAX_MS > ms ? ZC_RETRY_MAX_MS : ms;
+
+	if (!retry_ms) {
+		return UINT64_MAX;
+	}
+	for (; stalls > 1 && ms < max; stalls--) {
+		ms *= 2;
+	}
+	return (ms < max ? ms : max) * 1000000ull;
+}
+
+/* Whether the context's engines are in copy mode for a stall now: one raised it (until_ns) and
+ * its quiet period has not passed. */
+static bool zc_fallen_back(const struct harp_engine *e, uint64_t now)
+{
+	uint64_t until;
+
+	if (!e->env.copy_fallback) {
+		return false;
+	}
+	until = atomic_load_explicit(&e->env.copy_fallback->until_ns, memory_order_relaxed);
+	return until && now < until;
+}
+
+/* Raises the context's fall back to copy mode for this stall: false when another engine
+ * raised it first. *quiet_ns: how long copy mode lasts (UINT64_MAX: for good). */
+static bool zc_fall_back(struct harp_engine *e, uint64_t now, uint64_t *quiet_ns)
+{
+	struct zc_fallback *fb = e->env.copy_fallback;
+	uint64_t until = atomic_load_explicit(&fb->until_ns, memory_order_relaxed), to;
+	uint32_t stalls;
+
+	if (until && now < until) {
+		return false;
+	}
+	stalls = atomic_load_explicit(&fb->stalls, memory_order_relaxed) + 1;
+	*quiet_ns = zc_quiet_ns((uint32_t)e->env.params->zc_retry_ms, stalls);
+	to = *quiet_ns > UINT64_MAX - now ? UINT64_MAX : now + *quiet_ns;
+	if (!atomic_compare_exchange_strong(&fb->until_ns, &until, to)) {
+		return false;
+	}
+	atomic_fetch_add_explicit(&fb->stalls, 1, memory_order_relaxed);
+	return true;
+}
+
+/* How long copy mode lasts, in words: "for 60 s", or "for good (HARP_ZC_RETRY_MS=0)". */
+static const char *zc_quiet_text(uint64_t quiet_ns, char *buf, size_t len)
+{
+	if (quiet_ns == UINT64_MAX) {
+		return "for good (HARP_ZC_RETRY_MS=0)";
+	}
+	snprintf(buf, len, "for %llu s, then binds zero copy again",
+		 (unsigned long long)(quiet_ns / 1000000000ull));
+	return buf;
+}
+
 /*
  * Whether this engine's zero-copy socket looks stalled: it delivered nothing for stall_ns while
  * a connection waited on its peer at least as long, or a peer said that nothing of ours reaches
@@ -1072,7 +1134,8 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 			    ENGINE_ZC_STALL_NUM / ENGINE_ZC_STALL_DEN;
 	struct harp_conn *c, *told = NULL;
 	bool pending = false;
-	char driver[64];
+	char driver[64], quiet[64];
+	uint64_t quiet_ns;
 
 	for (c = e->silence_reports ? e->conns : NULL; c; c = c->links.next_active) {
 		bool ready = atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY;
@@ -1138,26 +1201,28 @@ static void zc_watch(struct harp_engine *e, uint64_t now)
 			return;
 		}
 	}
-	if (atomic_exchange(e->env.copy_fallback, true)) {
+	if (!zc_fall_back(e, now, &quiet_ns)) {
 		return;
 	}
 	xsk_driver_name(e->env.ifname, driver, sizeof(driver));
 	if (told) {
-		pr_warn("engine %d: peer %s has heard nothing of conn %u for %u ms, though %s queue %d "
-			"(driver %s) sends it in zero-copy mode: taking the zero-copy transmit for "
-			"broken, %s falls back to copy mode (HARP_BIND_MODE=zerocopy would keep zero "
-			"copy)",
+		pr_warn("engine %d: peer %s has heard nothing of conn %u for %u ms, though %s "
+			"queue %d (driver %s) sends it in zero-copy mode: taking the zero-copy "
+			"transmit for broken, %s falls back to copy mode %s (HARP_BIND_MODE=zerocopy "
+			"would keep zero copy)",
 			e->queue, WIRE_IP_STR(&told->path.dst_ip), told->id,
 			told->peer_hears_nothing_ms, e->env.ifname, e->queue,
-			driver[0] ? driver : "unknown", e->env.ifname);
+			driver[0] ? driver : "unknown", e->env.ifname,
+			zc_quiet_text(quiet_ns, quiet, sizeof(quiet)));
 		told->peer_hears_nothing_ms = 0;
 		return;
 	}
 	pr_warn("engine %d: the zero-copy socket of %s queue %d (driver %s) delivered nothing for "
 		"%llu ms while conn %u waited on its peer: taking the driver for stalled, %s falls "
-		"back to copy mode (HARP_BIND_MODE=zerocopy would keep zero copy)",
+		"back to copy mode %s (HARP_BIND_MODE=zerocopy would keep zero copy)",
 		e->queue, e->env.ifname, e->queue, driver[0] ? driver : "unknown",
-		(unsigned long long)((now - e->rx_last_ns) / 1000000), c->id, e->env.ifname);
+		(unsigned long long)((now - e->rx_last_ns) / 1000000), c->id, e->env.ifname,
+		zc_quiet_text(quiet_ns, quiet, sizeof(quiet)));
 }
 
 /*
@@ -1192,16 +1257,22 @@ static void fail_all(struct harp_engine *e)
 }
 
 /*
- * Binds this engine's queue again in copy mode: a new socket and UMEM, entered in the XSKMAP
- * in place of the old. What was on the old rings is lost, as a NIC drops it, and sent again.
- * Fails every connection of the engine when the queue cannot be bound again.
+ * Binds this engine's queue again, in copy mode (zero_copy false) or as at first (HARP_BIND_MODE
+ * auto: zero copy, else copy): a new socket and UMEM, entered in the XSKMAP in place of the old.
+ * What was on the old rings is lost, as a NIC drops it, and sent again. Fails every connection
+ * of the engine when the queue cannot be bound again.
  */
-static void rebind_copy(struct harp_engine *e, uint64_t now)
+static void rebind(struct harp_engine *e, bool zero_copy, uint64_t now)
 {
 	struct harp_params params = *e->env.params;
+	const char *mode = zero_copy ? "zero-copy" : "copy";
 	int err;
 
-	params.bind_mode = HARP_BIND_COPY;
+	if (!zero_copy) {
+		params.bind_mode = HARP_BIND_COPY;
+		e->fault_zc_spent = e->fault_zc_spent || e->fault_tx_corrupt || e->port.no_refill;
+		e->fault_tx_corrupt = false;
+	}
 	dev_give_frames(e);
 	xsk_port_close(&e->port);
 	err = xsk_port_open(&e->port, e->env.ifname, e->queue, &params, XSK_BUSY_WAIT_MS);
@@ -1212,13 +1283,20 @@ static void rebind_copy(struct harp_engine *e, uint64_t now)
 		}
 	}
 	e->rx_last_ns = now;
-	if (!err) {
-		pr_info("engine %d: %s queue %d bound again in copy mode", e->queue, e->env.ifname,
-			e->queue);
+	e->zc_opened_ns = now;
+	if (!err && zero_copy && !e->port.zerocopy) {
+		pr_warn("engine %d: %s queue %d would not bind zero copy again: copy mode for good",
+			e->queue, e->env.ifname, e->queue);
+		e->zc_first = false;
 		return;
 	}
-	pr_err("engine %d: binding %s queue %d again in copy mode failed: %s; its connections fail",
-	       e->queue, e->env.ifname, e->queue, strerror(-err));
+	if (!err) {
+		pr_info("engine %d: %s queue %d bound again in %s mode", e->queue, e->env.ifname,
+			e->queue, mode);
+		return;
+	}
+	pr_err("engine %d: binding %s queue %d again in %s mode failed: %s; its connections fail",
+	       e->queue, e->env.ifname, e->queue, mode, strerror(-err));
 	e->port_err = err;
 	e->port.fd = -1; /* the keeper polls nothing of it */
 	fail_all(e);
@@ -1326,14 +1404,14 @@ static uint64_t engine_due(const struct harp_engine *e, uint64_t now)
 }
 
 /*
- * The copy-mode fallback a watchdog asked for, and the port's health: false when the port is
- * gone, and every connection adopted since has failed with it.
+ * The copy-mode fallback a watchdog asked for, zero copy again once its quiet period is over,
+ * and the port's health: false when the port is gone, and every connection adopted since has
+ * failed with it.
  */
 static bool port_usable(struct harp_engine *e, uint64_t now)
 {
-	if (e->port.zerocopy && e->env.copy_fallback &&
-	    atomic_load_explicit(e->env.copy_fallback, memory_order_relaxed)) {
-		rebind_copy(e, now);
+	if (e->zc_first && !e->port_err && e->port.zerocopy == zc_fallen_back(e, now)) {
+		rebind(e, !e->port.zerocopy, now);
 	}
 	if (e->port_err) {
 		fail_all(e);

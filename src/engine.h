@@ -21,6 +21,22 @@
 
 #define HARP_MAX_CONNS IDS_SLOTS /* per context; connection ids carry the slot in their low bits */
 
+/*
+ * A context's fall back from zero copy, shared by its engines: copy mode until until_ns (0: it
+ * never fell back; UINT64_MAX: for good, HARP_ZC_RETRY_MS=0), after which the engines that bound
+ * zero copy at first bind it again. Each stall doubles the quiet period (zc_quiet_ns).
+ */
+struct zc_fallback {
+	_Atomic uint64_t until_ns;
+	_Atomic uint32_t stalls;
+};
+
+/* The quiet period after a context's stalls-th zero-copy stall (1 the first): HARP_ZC_RETRY_MS,
+ * doubled for each stall before, at most ZC_RETRY_MAX_MS (or retry_ms, when that is more);
+ * UINT64_MAX when retry_ms is 0 (never again). */
+#define ZC_RETRY_MAX_MS 3600000ull
+uint64_t zc_quiet_ns(uint32_t retry_ms, uint32_t stalls);
+
 /* What an engine is given: it calls nothing above itself. */
 struct engine_env {
 	const struct harp_params *params;
@@ -29,9 +45,10 @@ struct engine_env {
 	/* Frees a connection the engine has finished with (closed, or the engine going away);
 	 * the layer that made the connection owns its memory and sockets. */
 	void (*release)(struct harp_conn *c);
-	/* Shared by a context's engines: set once one finds its zero-copy socket stalled, and
-	 * then every zero-copy engine binds its queue again in copy mode (ENGINE_ZC_STALL_NUM). */
-	_Atomic bool *copy_fallback;
+	/* Shared by a context's engines: once one finds its zero-copy socket stalled, every
+	 * zero-copy engine binds its queue again in copy mode until a quiet period has passed
+	 * (ENGINE_ZC_STALL_NUM). */
+	struct zc_fallback *copy_fallback;
 	/* Shared by a context's engines: each port pair with a peer is one engine's (pairs.h). */
 	struct pairs *pairs;
 	/* The context's copies to and from device memory (copy NULL: none); set before the first
@@ -91,11 +108,13 @@ struct harp_engine {
 	uint64_t silence_checked_ns; /* when a silent peer last made us check our XDP program */
 	uint64_t rx_last_ns;	     /* when the socket last delivered a packet (or opened) */
 	uint64_t zc_opened_ns;	     /* when the zero-copy socket opened (the stall faults) */
+	bool zc_first;		     /* its queue bound zero copy at first: it may do so again */
 	bool fault_tx_corrupt;	     /* HARP_FAULT_ZC_TX_CORRUPT_MS has begun */
+	bool fault_zc_spent;	     /* its zero-copy faults ran their course: they come once */
 	bool fault_deaf_said;	     /* HARP_FAULT_DEAF_CONN's line was printed */
 	bool silence_reports; /* a peer's CHAN_SILENT came for a connection here (zc_watch) */
 	uint64_t probe_answer_ns; /* how long its connections' probe rounds waited for answers */
-	int port_err; /* binding again in copy mode failed: the port is gone, connections fail */
+	int port_err; /* binding its queue again failed: the port is gone, connections fail */
 	uint8_t *rx_joined; /* a received descriptor chain, its pieces copied together (ENGINE_JOINED) */
 	struct harp_queue_stats stats;
 	/* Device memory (env.device): the copies queued in this pass, the frames whose sealing

@@ -1382,8 +1382,9 @@ static void test_silence_report(void **state)
 	uint64_t stall = (uint64_t)w->a.params.peer_timeout_ms * 1000000ull * ENGINE_ZC_STALL_NUM /
 			 ENGINE_ZC_STALL_DEN;
 	uint8_t small[64] = { 1 };
-	_Atomic bool fallback = false;
+	struct zc_fallback fallback = { 0 };
 	struct harp_req *s;
+	uint64_t until;
 
 	pair_open(w, 0);
 	w->a.e.port.zerocopy = true;
@@ -1394,7 +1395,7 @@ static void test_silence_report(void **state)
 	w->a.e.silence_reports = true;
 	w->a.e.next_timer_ns = 0;
 	engine_progress(&w->a.e);
-	assert_false(atomic_load(&fallback));
+	assert_int_equal(atomic_load(&fallback.until_ns), 0);
 	assert_int_equal(c->peer_hears_nothing_ms, 0);
 	assert_false(w->a.e.silence_reports);
 
@@ -1407,16 +1408,34 @@ static void test_silence_report(void **state)
 	w->a.e.silence_reports = true;
 	w->a.e.next_timer_ns = 0;
 	engine_progress(&w->a.e);
-	assert_false(atomic_load(&fallback));
+	assert_int_equal(atomic_load(&fallback.until_ns), 0);
 	assert_true(c->peer_hears_nothing_ms > 0);
 	/* no ack for the stall time: borne out */
 	c->last_ack_ns = now_ns() - stall - 1;
 	w->a.e.next_timer_ns = 0;
 	engine_progress(&w->a.e);
-	assert_true(atomic_load(&fallback));
+	/* copy mode for HARP_ZC_RETRY_MS, the first stall's quiet period */
+	until = atomic_load(&fallback.until_ns);
+	assert_true(until > now_ns() + 59000000000ull && until <= now_ns() + 60000000000ull);
+	assert_int_equal(atomic_load(&fallback.stalls), 1);
 	w->a.e.port.zerocopy = false; /* the fake port binds nothing again */
 	w->a.e.env.copy_fallback = NULL;
 	free(s);
+}
+
+/* The quiet period before zero copy is bound again: doubled each stall, at most an hour, never
+ * with HARP_ZC_RETRY_MS=0. */
+static void test_zc_quiet(void **state)
+{
+	(void)state;
+	assert_true(zc_quiet_ns(0, 1) == UINT64_MAX);
+	assert_true(zc_quiet_ns(60000, 1) == 60000000000ull);
+	assert_true(zc_quiet_ns(60000, 2) == 120000000000ull);
+	assert_true(zc_quiet_ns(60000, 4) == 480000000000ull);
+	assert_true(zc_quiet_ns(60000, 7) == 3600000000000ull); /* 64 minutes, held to 60 */
+	assert_true(zc_quiet_ns(60000, 4000000000u) == 3600000000000ull);
+	assert_true(zc_quiet_ns(3600000, 3) == 3600000000000ull);
+	assert_true(zc_quiet_ns(1, 40) == 3600000000000ull);
 }
 
 /* Who runs an engine: its callers while they spin on it, the keeper after a quiet window. */
@@ -1502,6 +1521,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_delayed_ack_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silence_report, setup, teardown),
+		cmocka_unit_test(test_zc_quiet),
 		cmocka_unit_test_setup_teardown(test_close_before_take, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jumbo_chains_cross, setup_sg, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_limits, setup_sg, teardown),

@@ -369,6 +369,11 @@ static void test_enum(void **state)
 	assert_int_equal(p.zerocopy_quirks, 0);
 	assert_int_equal(params_set(&p, "HARP_ZEROCOPY_QUIRKS", "2", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "HARP_ZEROCOPY_QUIRKS"));
+	assert_int_equal(p.zc_retry_ms, 60000);
+	assert_int_equal(params_set(&p, "HARP_ZC_RETRY_MS", "0", err, sizeof(err)), 0);
+	assert_int_equal(p.zc_retry_ms, 0);
+	assert_int_equal(params_set(&p, "HARP_ZC_RETRY_MS", "3600001", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "HARP_ZC_RETRY_MS"));
 	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "skb", err, sizeof(err)), 0);
 	assert_int_equal(p.xdp_mode, HARP_XDP_SKB);
 	assert_int_equal(params_set(&p, "HARP_XDP_MODE", "native", err, sizeof(err)), 0);
@@ -674,7 +679,8 @@ static void test_dump(void **state)
 	static const char *const names[] = {
 		"HARP_IFNAME", "HARP_FAMILY", "HARP_QUEUES", "HARP_PORT_BASE", "HARP_PORT_COUNT",
 		"HARP_FRAME_SIZE", "HARP_FRAME_COUNT", "HARP_MTU", "HARP_MULTI_BUFFER", "HARP_LOG_LEVEL",
-		"HARP_HUGEPAGES", "HARP_BUSY_POLL_US", "HARP_BIND_MODE", "HARP_ZEROCOPY_QUIRKS", "HARP_XDP_MODE",
+		"HARP_HUGEPAGES", "HARP_BUSY_POLL_US", "HARP_BIND_MODE", "HARP_ZEROCOPY_QUIRKS", "HARP_ZC_RETRY_MS",
+		"HARP_XDP_MODE",
 		"HARP_PIN_ROOT", "HARP_AGENT_SOCKET",
 		"HARP_CONF",
 		"HARP_PEER_TIMEOUT_MS",

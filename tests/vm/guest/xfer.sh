@@ -20,6 +20,8 @@
 #                       in flight, the TCP transfer complete
 #   stall=MS            the server runs with HARP_FAULT_ZC_STALL_MS=MS (a driver that stops
 #                       delivering) and must fall back to copy mode, saying so, and finish
+#   zc-retry=MS         HARP_ZC_RETRY_MS for both sides; with stall=, the server must also bind
+#                       zero copy again once that long has passed, saying so, and end in it
 #   tx-stall=MS         the client runs with HARP_FAULT_ZC_TX_CORRUPT_MS=MS (a zero-copy transmit
 #                       whose frames never reach the peer): the server must tell it so
 #                       (CHAN_SILENT), the client must fall back to copy mode, saying so, and finish
@@ -37,7 +39,7 @@
 set -e
 
 conns_list=1 size=1M count=16 bidir="" bind="" copy_line="" zc_refused=0
-every_queue=0 side=0 stall="" tx_stall="" peer_timeout="" quirk_line=0 in_order=0 jumbo=0
+every_queue=0 side=0 stall="" zc_retry="" tx_stall="" peer_timeout="" quirk_line=0 in_order=0 jumbo=0
 for w in ${hvm_args//,/ }; do
 	case $w in
 	conns=*) conns_list=${w#conns=} ;;
@@ -50,6 +52,7 @@ for w in ${hvm_args//,/ }; do
 	every-queue) every_queue=1 ;;
 	side-traffic) side=1 ;;
 	stall=*) stall=${w#stall=} ;;
+	zc-retry=*) zc_retry=${w#zc-retry=} ;;
 	tx-stall=*) tx_stall=${w#tx-stall=} ;;
 	peer-timeout=*) peer_timeout=${w#peer-timeout=} ;;
 	quirk-line) quirk_line=1 ;;
@@ -60,6 +63,7 @@ for w in ${hvm_args//,/ }; do
 done
 [ -n "$bind" ] && export HARP_BIND_MODE=$bind
 [ -n "$peer_timeout" ] && export HARP_PEER_TIMEOUT_MS=$peer_timeout
+[ -n "$zc_retry" ] && export HARP_ZC_RETRY_MS=$zc_retry
 export HARP_LOG_LEVEL=info
 role=$hvm_role
 nq=$(ls -d /sys/class/net/eth0/queues/rx-* | wc -l)
@@ -164,7 +168,14 @@ for conns in ${conns_list//+/ }; do
 	if [ $role = server ] && [ -n "$stall" ]; then
 		grep -q 'delivered nothing for .* falls back to copy mode' "/tmp/$tag.out" ||
 			hvm_fail "run $run: the stalled zero-copy socket was not reported"
-		[ "$(out_value $tag mode)" = copy ] || hvm_fail "run $run: still $(out_value $tag mode) after the stall"
+		if [ -n "$zc_retry" ] && [ "$zc_retry" != 0 ]; then
+			grep -q 'bound again in zero-copy mode' "/tmp/$tag.out" ||
+				hvm_fail "run $run: zero copy was not bound again after the quiet period"
+			[ "$(out_value $tag mode)" = zerocopy ] ||
+				hvm_fail "run $run: $(out_value $tag mode) at the end, not zero copy again"
+		else
+			[ "$(out_value $tag mode)" = copy ] || hvm_fail "run $run: still $(out_value $tag mode) after the stall"
+		fi
 	fi
 	if [ $role = client ] && [ -n "$tx_stall" ]; then
 		grep -q 'has heard nothing of conn .* sends it in zero-copy mode: taking the zero-copy transmit for broken, eth0 falls back to copy mode' \
