@@ -289,6 +289,20 @@ uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now)
 	return 0;
 }
 
+/*
+ * A rescue's answer sent the packet waited on again, on a pair its probe had just crossed, within
+ * the last retransmission timeout (rescue_resend): the peer's engine answered that probe, so it
+ * is not gone, and the ack is due within a round trip. The peer timeout waits for it, never past
+ * half the timeout more (rescues that keep finding pairs and never an ack end).
+ */
+static bool rescue_ack_due(const struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
+{
+	uint64_t resent = c->probe.resent_ns;
+
+	return resent && now - resent <= (uint64_t)c->rtt.rto_us * 1000 &&
+	       now - c->last_ack_ns <= peer_timeout_ns + peer_timeout_ns / 2;
+}
+
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 {
 	uint32_t psn;
@@ -301,7 +315,7 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 		return;
 	}
 	c->heard_ns = now; /* while packets are in flight, their acks judge the peer */
-	if (now - c->last_ack_ns > peer_timeout_ns) {
+	if (now - c->last_ack_ns > peer_timeout_ns && !rescue_ack_due(c, now, peer_timeout_ns)) {
 		declare_dead(c, now - c->last_ack_ns, peer_timeout_ns, "no acknowledgement from",
 			     now);
 		return;

@@ -451,6 +451,31 @@ static int rescue_victim(const struct harp_conn *c)
 	return victim;
 }
 
+/*
+ * A rescue's answer added a pair that a probe just crossed: the oldest packet a path still silent
+ * holds goes on it now, not at the next timeout. A retransmission takes the path acked last and
+ * a rescue replaces the one acked longest ago first, so the packet the connection waits on can
+ * sit on the last silent path, and after timeouts that found every path dark the next is up to
+ * CONN_RTO_MAX_US away: a starved guest's connection died so, 693 ms after its rescue had
+ * replaced every path but that one. One packet an answer: its ack, cumulative, proves the new
+ * path and moves the window; the rest stays with the timer and loss detection (a starved peer
+ * whose paths were never dark would get a window of duplicates otherwise).
+ */
+static void rescue_resend(struct harp_conn *c, uint64_t now)
+{
+	uint32_t psn;
+
+	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
+		struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked && !rec->rtx_queued && rescue_victim_ok(c, &c->paths[rec->path])) {
+			queue_rtx(c, rec, psn);
+			c->probe.resent_ns = now;
+			return;
+		}
+	}
+}
+
 /* A rescue round's answered candidate: the pair reaches the peer's engine now, which is more
  * than the silent path it replaces can say. */
 static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
@@ -471,7 +496,11 @@ static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 	path_retire(c, (uint32_t)victim);
 	c->stats.paths_retired++;
 	c->stats.paths_rescued++;
-	return conn_add_path(c, src_port, dst_port, now) >= 0;
+	if (conn_add_path(c, src_port, dst_port, now) < 0) {
+		return false;
+	}
+	rescue_resend(c, now);
+	return true;
 }
 
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)

@@ -66,6 +66,7 @@ struct conn_probe {
 	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
 			      * we last heard anything of it; 0: none (or heard within 1 ms) */
 	uint64_t peer_rescue_ns; /* when the peer's CHAN_UNHEARD last started a rescue; 0: never */
+	uint64_t resent_ns; /* when a rescue's answer last sent the packet waited on again; 0: never */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
 	uint32_t rng;
 };

@@ -20,6 +20,7 @@
 
 #include "conn.h"
 #include "pairs.h"
+#include "sendq.h"
 
 #define PAYLOAD 1000 /* payload bytes per DATA packet in these tests */
 /* bytes of IP a full packet takes: what the windows count */
@@ -2317,10 +2318,127 @@ static void test_one_dark(void **state)
 	free(s);
 }
 
+/*
+ * vm_copy_rss_q2's death on starved guests (srtt 0.5-0.9 s): every path fell silent, a rescue's
+ * answers replaced all the silent paths but one, and the packet the connection waited on sat on
+ * that one (a retransmission takes the path acked last, a rescue replaces the path acked
+ * longest ago first) until the next timeout, backed off past the peer timeout: "dead" 693 ms
+ * after the rescue, the rest of its paths new and idle. Here a's pairs to b go dark (a to b
+ * only) once a round trip of 600 ms was measured; the answers to a rescue round come after the
+ * last timeout whose retransmission could be acked within the peer timeout, for all of a's paths
+ * but one, and that one stays dark. The waiting packet must go on a new path then, and the
+ * message arrive whole.
+ */
+static void test_rescue_last_dark(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a, *b = &p->b;
+	const uint64_t peer_timeout = 10000000000ull, hop = 300000000ull; /* one way */
+	uint8_t src[3 * PAYLOAD], dst[3 * PAYLOAD];
+	struct harp_req *r, *s;
+	uint64_t silent_from, next_timeout = 0;
+	uint32_t answered = 0;
+	int i, steps;
+
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	/* a slow pair of hosts: messages one at a time, each way a hop */
+	for (i = 0; i < 8; i++) {
+		fill_pattern(src, sizeof(src), (uint8_t)i);
+		r = announce_recv(p, dst, sizeof(dst), 1);
+		s = post_send(a, src, sizeof(src), 1);
+		emit(a, &p->ab, p->now, false);
+		p->now += hop;
+		deliver_all(b, &p->ab, p->now);
+		emit(b, &p->ba, p->now, true);
+		p->now += hop;
+		deliver_all(a, &p->ba, p->now);
+		assert_int_equal(req_state(s), REQ_DONE);
+		assert_int_equal(req_state(r), REQ_DONE);
+		free(r);
+		free(s);
+	}
+	assert_true(a->rtt.srtt_us >= 500000);
+	/* a last one of a packet: its path was acked last, so a retransmission takes it and a
+	 * rescue replaces it last */
+	r = announce_recv(p, dst, 100, 1);
+	s = post_send(a, src, 100, 1);
+	emit(a, &p->ab, p->now, false);
+	p->now += hop;
+	deliver_all(b, &p->ab, p->now);
+	emit(b, &p->ba, p->now, true);
+	p->now += hop;
+	deliver_all(a, &p->ba, p->now);
+	assert_int_equal(req_state(s), REQ_DONE);
+	free(r);
+	free(s);
+	/* then every pair of a's to b goes dark; a message of one packet waits (nothing else in
+	 * flight: no ack of another packet can show it lost) */
+	fill_pattern(src, sizeof(src), 99);
+	memset(dst, 0, sizeof(dst));
+	r = announce_recv(p, dst, PAYLOAD / 2, 2);
+	emit(a, &p->ab, p->now, true); /* the CTS's ack: b has nothing in flight */
+	p->now += hop;
+	deliver_all(b, &p->ab, p->now);
+	conn_on_timer(a, p->now, peer_timeout);
+	silent_from = p->now;
+	s = post_send(a, src, PAYLOAD / 2, 2);
+	for (steps = 0;
+	     steps < 200 && req_state(s) != REQ_DONE && atomic_load(&a->state) == CONN_READY;
+	     steps++) {
+		struct conn_tx tx;
+		struct pkt k;
+
+		p->now += hop;
+		deliver_lit(b, &p->ab, p->now);
+		deliver_all(a, &p->ba, p->now);
+		conn_on_timer(a, p->now, peer_timeout);
+		conn_on_timer(b, p->now, peer_timeout);
+		if (a->probe.unheard_ms) {
+			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+			a->probe.unheard_ms = 0;
+		}
+		emit(a, &p->ab, p->now, false);
+		emit(b, &p->ba, p->now, false);
+		/* once the next timeout's retransmission could not be acked within the peer
+		 * timeout, b's engine answers lit probes at once, but only as many as replace all
+		 * of a's paths but one */
+		while (conn_next_probe(a, &tx, p->now)) {
+			k.src_port = tx.src_port;
+			k.dst_port = tx.dst_port;
+			if (tx.h.type == HARP_PKT_PROBE && !dark_pair(&k) &&
+			    a->rto_base_ns + (uint64_t)(a->rtt.rto_us + a->rtt.srtt_us) * 1000 >
+				    silent_from + peer_timeout &&
+			    answered < a->paths_want - 1) {
+				conn_on_probe_result(a, tx.h.rsn, tx.h.tag, p->now);
+				answered = a->stats.paths_rescued;
+				if (answered == a->paths_want - 1) {
+					next_timeout = a->rto_base_ns + (uint64_t)a->rtt.rto_us * 1000;
+					assert_int_equal(live_dark(a), 1);
+				}
+			}
+		}
+	}
+	print_message("# rescue leaves one dark path: %d steps, %llu timeouts, %u rescued, next "
+		      "timeout %.1f s, state %d\n",
+		      steps, (unsigned long long)a->stats.timeouts, a->stats.paths_rescued,
+		      (double)(next_timeout - silent_from) / 1e9, atomic_load(&a->state));
+	assert_int_equal(answered, a->paths_want - 1);
+	assert_true(next_timeout - silent_from > peer_timeout); /* the timer would come too late */
+	assert_int_equal(atomic_load(&a->state), CONN_READY);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(src, dst, PAYLOAD / 2);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_dark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescue_last_dark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_releases_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unheard_limit, setup, teardown),
