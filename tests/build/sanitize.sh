@@ -48,14 +48,20 @@ asan)
 	# another test here runs their code: plugin_v8 and _v12 (the tables: plugin_threads_engines
 	# drives v12 and v8), plugin_mtu9000 (chains: netns_xfer_mtu9000, the IPv6 stripes at 9000),
 	# plugin_stripes (plugin_threads_engines stripes, closes and kills), plugin_lossy (the other
-	# lossy plugin runs), netns_xfer_rss_q4 (netns_xfer_rss_q2of4_conns64).
+	# lossy plugin runs), netns_xfer_rss_q4 (netns_xfer_rss_q2of4_conns64),
+	# netns_xfer_engine_threads (plugin_threads_engines runs the engines' threads),
+	# netns_path_blackhole (unit_conn retires and rescues paths in every way the netns tests
+	# do, and netns_path_dark and _rescue run it over the wire). The unit tests run here too:
+	# seconds, and every branch of the protocol's state they reach.
 	asan_tests=(
+		unit_params unit_spsc unit_cc unit_conn unit_pairs unit_ids unit_agent unit_ifmatch
+		unit_auth unit_frame_pool unit_stripe unit_engine unit_steer unit_nccl_socket unit_wire
 		netns_xfer_mtu1500 netns_xfer_mtu9000 netns_xfer6_mtu9000 netns_xfer6_link_local
 		netns_xfer_dual_listener6 netns_xfer_pmtu_hop1280 netns_xfer_pmtu_shrink
-		netns_xfer_busy_poll netns_xfer_mtu_max netns_xfer_engine_threads netns_xfer_bidir
+		netns_xfer_busy_poll netns_xfer_mtu_max netns_xfer_bidir
 		netns_xfer_conns64 netns_xfer_auth_corrupt netns_xfer6_auth_corrupt
 		netns_xfer_frames_min netns_xfer_frames_max netns_xfer_slow_consumer
-		netns_xfer_rss_q2of4_conns64 netns_xfer_hop netns_path_blackhole netns_path_rescue
+		netns_xfer_rss_q2of4_conns64 netns_xfer_hop netns_path_rescue
 		netns_path_dark netns_bad_input netns_bad_input6 netns_xdp_gone netns_peer_death
 		netns_msgsize netns_queue_share netns_queue_busy netns_confined netns_agent
 		plugin_close_order plugin_limits plugin_queues2_devices2 plugin_stripes_hop_dup2

@@ -523,7 +523,7 @@ static void test_conf(void **state)
 				 "file of HARP_* lines, or set HARP_CONF= for none");
 	/* a FIFO would block init until something wrote to it; a device never ends: refused */
 	{
-		char fifo[] = "/tmp/harp-conf-fifo.XXXXXX";
+		char fifo[64] = "/tmp/harp-conf-fifo.XXXXXX"; /* room for "/conf" after it */
 
 		assert_non_null(mkdtemp(fifo));
 		strcat(fifo, "/conf");
