@@ -652,7 +652,7 @@ static bool rescue_start(struct harp_conn *c, uint64_t now)
  * network came from is read from this line (which paths fell silent, when, what probing did). */
 void paths_log_at_death(const struct harp_conn *c, uint64_t now)
 {
-	char list[CONN_MAX_PATHS * 56] = "";
+	char list[CONN_MAX_PATHS * 96] = "";
 	size_t off = 0;
 	uint32_t i;
 
@@ -665,21 +665,26 @@ void paths_log_at_death(const struct harp_conn *c, uint64_t now)
 		if (!p->live) {
 			continue;
 		}
-		n = snprintf(list + off, sizeof(list) - off, "%s %u->%u %s%llu/%llu ms %u/%u B",
+		n = snprintf(list + off, sizeof(list) - off,
+			     "%s %u->%u %s%llu/%llu ms %u/%u B %u/%u pkts pacer %lld B",
 			     off ? ";" : "", ntohs(p->src_port), ntohs(p->dst_port),
 			     p->ever_acked ? "" : "never acked, added ", (unsigned long long)ack_ms,
-			     (unsigned long long)wait_ms, p->inflight_bytes, p->cc.cwnd);
+			     (unsigned long long)wait_ms, p->inflight_bytes, p->cc.cwnd, p->inflight,
+			     p->inflight_max, (long long)p->pace.credit);
 		off += n > 0 ? (size_t)n : 0;
 	}
 	pr_warn("conn %u: %u of %u paths live, %u retired (%u by rescues after every path fell "
 		"silent), %llu probes sent, %u timeouts in a row, last packet of any kind from the "
 		"peer %llu ms ago, %u packets unacked, %u in flight (at most %u), %u queued to go "
-		"again; each live path's ports, time since its last ack / since its oldest "
-		"unanswered send, bytes in flight / window:%s",
+		"again%s%s; each live path's ports, time since its last ack / since its oldest "
+		"unanswered send, bytes in flight / window, packets in flight / most, pacer "
+		"credit:%s",
 		c->id, c->paths_live, c->paths_want, c->stats.paths_retired, c->stats.paths_rescued,
 		(unsigned long long)c->stats.probes_sent, c->rto_streak,
 		(unsigned long long)((now - c->rx_any_ns) / 1000000), c->snd_nxt - c->snd_una,
-		c->inflight, c->cwnd_max, c->rtx_tail - c->rtx_head, list);
+		c->inflight, c->cwnd_max, c->rtx_tail - c->rtx_head,
+		c->seg_out.active ? ", a packet going out in parts" : "",
+		c->pace_held ? ", pacing held the last send" : "", list);
 }
 
 /*
