@@ -207,7 +207,7 @@ void pace_init(struct pacer *pc, uint64_t now)
 
 bool pace_ready(struct pacer *pc, const struct cc *c, const struct rtt_est *r, uint64_t now)
 {
-	uint64_t srtt_ns, per_rtt, burst, dt;
+	uint64_t srtt_ns, per_rtt, burst, dt, add;
 
 	if (pc->credit > 0) {
 		return true;
@@ -223,12 +223,25 @@ bool pace_ready(struct pacer *pc, const struct cc *c, const struct rtt_est *r, u
 	burst = per_rtt / 4 > (uint64_t)CC_PACE_BURST_SEGS * c->mss ? per_rtt / 4
 								      : (uint64_t)CC_PACE_BURST_SEGS * c->mss;
 	dt = now > pc->at_ns ? now - pc->at_ns : 0;
-	/* per_rtt < 2^34 and dt < srtt_ns < 2^42: the product may need more than 64 bits */
-	pc->credit += (int64_t)(dt >= srtt_ns ? burst
-					      : (uint64_t)((unsigned __int128)per_rtt * dt / srtt_ns));
+	if (dt >= srtt_ns) {
+		add = burst;
+		pc->at_ns = now;
+	} else {
+		/* per_rtt < 2^34 and dt < srtt_ns < 2^42: the product may need more than 64 bits */
+		add = (uint64_t)((unsigned __int128)per_rtt * dt / srtt_ns);
+		if (!add) {
+			/* not a whole byte yet: the time since at_ns still counts. Dropped at each
+			 * look, a window of a packet over a second's round trip, looked at by a
+			 * spinning engine every few microseconds, never refilled. */
+			return false;
+		}
+		/* the time those bytes took, not all of dt: the fraction of a byte carries over */
+		pc->at_ns += (uint64_t)((unsigned __int128)add * srtt_ns / per_rtt);
+	}
+	pc->credit += (int64_t)add;
 	if (pc->credit > (int64_t)burst) {
 		pc->credit = (int64_t)burst;
+		pc->at_ns = now;
 	}
-	pc->at_ns = now;
 	return pc->credit > 0;
 }

@@ -496,6 +496,34 @@ static void test_pace(void **state)
 	assert_true(pc.credit > 0 && pc.credit <= 2ll * UINT32_MAX / 4);
 }
 
+/*
+ * A window of one packet over a round trip of a second, asked every 10 us (an engine spinning):
+ * each refill is less than a byte. vm_copy_rss_q2's starved guests had such paths after their
+ * timeouts, and a pacer that dropped the fraction with each look never refilled: every path
+ * showed credit 0, room in its window and hundreds of packets waiting, and nothing went for the
+ * whole peer timeout. The time since the last whole byte counts, so the next packet goes half
+ * a second after the last (2 x 1500 bytes a round trip in slow start), neither sooner nor later.
+ */
+static void test_pace_slow_path(void **state)
+{
+	struct rtt_est r;
+	struct cc c;
+	struct pacer pc;
+	uint64_t t;
+
+	(void)state;
+	rtt_init(&r, 100 * MS, 1 * MS, 1000 * MS);
+	cc_init(&c, 1500, 1500, 1, 1024 * 1500); /* a window of one packet */
+	rtt_sample(&r, 1000000); /* 1 s */
+	pace_init(&pc, T0);
+	pace_spend(&pc, 1500); /* the packet just sent */
+	for (t = T0; t < T0 + 2000000000ull && !pace_ready(&pc, &c, &r, t); t += 10000) {
+	}
+	print_message("# a 1500-byte window over 1 s, asked every 10 us: ready after %.3f s\n",
+		      (double)(t - T0) / 1e9);
+	assert_true(t - T0 >= 490000000ull && t - T0 <= 510000000ull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_cc_init),
 		cmocka_unit_test(test_cc_bytes_and_mss),
 		cmocka_unit_test(test_pace),
+		cmocka_unit_test(test_pace_slow_path),
 		cmocka_unit_test(test_cc_slow_start),
 		cmocka_unit_test(test_cc_slow_start_stops_at_ssthresh),
 		cmocka_unit_test(test_cc_avoidance),
