@@ -1065,15 +1065,15 @@ static void fault_zc_stall(struct harp_engine *e, uint64_t now)
 
 uint64_t zc_quiet_ns(uint32_t retry_ms, uint32_t stalls)
 {
-	uint64_t ms = retry_ms, max = ZC_RETRY_MAX_MS > ms ? ZC_RETRY_MAX_MS : ms;
+	uint64_t ms = retry_ms;
 
 	if (!retry_ms) {
 		return UINT64_MAX;
 	}
-	for (; stalls > 1 && ms < max; stalls--) {
+	for (; stalls > 1 && ms < ZC_RETRY_MAX_MS; stalls--) {
 		ms *= 2;
 	}
-	return (ms < max ? ms : max) * 1000000ull;
+	return (ms < ZC_RETRY_MAX_MS ? ms : ZC_RETRY_MAX_MS) * 1000000ull;
 }
 
 /* Whether the context's engines are in copy mode for a stall now: one raised it (until_ns) and

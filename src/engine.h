@@ -32,7 +32,7 @@ struct zc_fallback {
 };
 
 /* The quiet period after a context's stalls-th zero-copy stall (1 the first): HARP_ZC_RETRY_MS,
- * doubled for each stall before, at most ZC_RETRY_MAX_MS (or retry_ms, when that is more);
+ * doubled for each stall before, at most ZC_RETRY_MAX_MS (HARP_ZC_RETRY_MS's own most);
  * UINT64_MAX when retry_ms is 0 (never again). */
 #define ZC_RETRY_MAX_MS 3600000ull
 uint64_t zc_quiet_ns(uint32_t retry_ms, uint32_t stalls);

@@ -468,7 +468,8 @@ static void rescue_resend(struct harp_conn *c, uint64_t now)
 	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
 		struct tx_rec *rec = rec_of(c, psn);
 
-		if (!rec->acked && !rec->rtx_queued && rescue_victim_ok(c, &c->paths[rec->path])) {
+		if (!rec->acked && !rec->dead && !rec->rtx_queued &&
+		    rescue_victim_ok(c, &c->paths[rec->path])) {
 			queue_rtx(c, rec, psn);
 			c->probe.resent_ns = now;
 			return;

@@ -2318,6 +2318,26 @@ static void test_one_dark(void **state)
 	free(s);
 }
 
+/* One message of len bytes from a to b, a hop each way: sent, received whole, acked. */
+static void slow_message(struct pair *p, const uint8_t *src, uint8_t *dst, size_t len,
+			 uint64_t hop)
+{
+	struct harp_req *r = announce_recv(p, dst, len, 1);
+	struct harp_req *s = post_send(&p->a, src, len, 1);
+
+	emit(&p->a, &p->ab, p->now, false);
+	p->now += hop;
+	deliver_all(&p->b, &p->ab, p->now);
+	emit(&p->b, &p->ba, p->now, true);
+	p->now += hop;
+	deliver_all(&p->a, &p->ba, p->now);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(r);
+	free(s);
+}
+
 /*
  * vm_copy_rss_q2's death on starved guests (srtt 0.5-0.9 s): every path fell silent, a rescue's
  * answers replaced all the silent paths but one, and the packet the connection waited on sat on
@@ -2346,33 +2366,12 @@ static void test_rescue_last_dark(void **state)
 	/* a slow pair of hosts: messages one at a time, each way a hop */
 	for (i = 0; i < 8; i++) {
 		fill_pattern(src, sizeof(src), (uint8_t)i);
-		r = announce_recv(p, dst, sizeof(dst), 1);
-		s = post_send(a, src, sizeof(src), 1);
-		emit(a, &p->ab, p->now, false);
-		p->now += hop;
-		deliver_all(b, &p->ab, p->now);
-		emit(b, &p->ba, p->now, true);
-		p->now += hop;
-		deliver_all(a, &p->ba, p->now);
-		assert_int_equal(req_state(s), REQ_DONE);
-		assert_int_equal(req_state(r), REQ_DONE);
-		free(r);
-		free(s);
+		slow_message(p, src, dst, sizeof(src), hop);
 	}
 	assert_true(a->rtt.srtt_us >= 500000);
 	/* a last one of a packet: its path was acked last, so a retransmission takes it and a
 	 * rescue replaces it last */
-	r = announce_recv(p, dst, 100, 1);
-	s = post_send(a, src, 100, 1);
-	emit(a, &p->ab, p->now, false);
-	p->now += hop;
-	deliver_all(b, &p->ab, p->now);
-	emit(b, &p->ba, p->now, true);
-	p->now += hop;
-	deliver_all(a, &p->ba, p->now);
-	assert_int_equal(req_state(s), REQ_DONE);
-	free(r);
-	free(s);
+	slow_message(p, src, dst, 100, hop);
 	/* then every pair of a's to b goes dark; a message of one packet waits (nothing else in
 	 * flight: no ack of another packet can show it lost) */
 	fill_pattern(src, sizeof(src), 99);
