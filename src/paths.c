@@ -268,6 +268,13 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 	uint32_t n = 0, tries = 0, i, cands;
 	uint64_t floor = probe_wait_floor(pr);
 
+	/* what the peer can still answer of the round before: the candidates it was sent */
+	pr->prev.ncands = pr->sent < pr->ncands ? pr->sent : pr->ncands;
+	pr->prev.round_ns = pr->round_ns;
+	pr->prev.answered = pr->answered;
+	pr->prev.rescue = pr->round_rescue;
+	memcpy(pr->prev.src, pr->cand_src, sizeof(pr->prev.src));
+	memcpy(pr->prev.dst, pr->cand_dst, sizeof(pr->prev.dst));
 	pr->round++;
 	if (pr->rescue_ns && !pr->rescue_round) {
 		uint32_t silent = rescue_silent(c);
@@ -275,6 +282,7 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 		want = silent > want ? silent : want;
 		pr->rescue_round = pr->round;
 	}
+	pr->round_rescue = pr->rescue_ns && pr->rescue_round == pr->round;
 	cands = want * PROBE_CANDS_PER_PATH < CONN_PROBE_CANDS ? want * PROBE_CANDS_PER_PATH
 							       : CONN_PROBE_CANDS;
 	pr->answered = false;
@@ -483,10 +491,17 @@ static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 {
 	int victim = rescue_victim(c);
 	const struct conn_path *p;
+	uint32_t i;
 
 	if (victim < 0) {
 		c->probe.rescue_ns = 0;
 		return false;
+	}
+	for (i = 0; i < c->npaths; i++) {
+		if (c->paths[i].live && c->paths[i].src_port == src_port &&
+		    c->paths[i].dst_port == dst_port) {
+			return false; /* a path already (two rounds' candidates may share a pair) */
+		}
 	}
 	p = &c->paths[victim];
 	pr_debug("conn %u: path %d (ports %u->%u) without an ack for %llu ms, as every path was; "
@@ -504,43 +519,66 @@ static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 	return true;
 }
 
+/* A round's first answer: how long answers take, for the wait between rounds (probe_wait_floor). */
+static void probe_answer_took(struct conn_probe *pr, uint64_t took)
+{
+	pr->answer_ns = pr->answer_ns ? (3 * pr->answer_ns + took) / 4 : took;
+	if (pr->shared_answer_ns) {
+		uint64_t *sh = pr->shared_answer_ns;
+
+		*sh = *sh ? (7 * *sh + took) / 8 : took;
+	}
+}
+
+/*
+ * The peer's engine got candidate cand of round `round`. An answer to the round before this
+ * one counts as well: a starved peer answers after the next round began (each timeout and each
+ * CHAN_UNHEARD of its own begins a rescue round anew), and dropped as stale, its answers never
+ * replaced a path nor taught the wait: 14 rescue rounds went unanswered so on vm_copy_rss_q2
+ * under load while the peer was alive, until the peer timeout.
+ */
 void conn_on_probe_result(struct harp_conn *c, uint32_t round, uint32_t cand, uint64_t now)
 {
 	struct conn_probe *pr = &c->probe;
-	bool fresh = false;
+	const uint16_t *src, *dst;
+	bool fresh = false, rescue, *answered;
+	uint64_t began;
 
-	if (round != pr->round || cand >= pr->ncands) {
+	if (round == pr->round && cand < pr->ncands) {
+		src = pr->cand_src;
+		dst = pr->cand_dst;
+		began = pr->round_ns;
+		answered = &pr->answered;
+		rescue = pr->rescue_ns && round == pr->rescue_round;
+	} else if (pr->round && round == pr->round - 1 && cand < pr->prev.ncands) {
+		src = pr->prev.src;
+		dst = pr->prev.dst;
+		began = pr->prev.round_ns;
+		answered = &pr->prev.answered;
+		rescue = pr->rescue_ns && pr->prev.rescue;
+	} else {
 		return; /* an earlier round's: its candidates are gone */
 	}
-	if (!pr->answered) {
-		uint64_t took = now - pr->round_ns;
-
-		pr->answered = true;
-		pr->answer_ns = pr->answer_ns ? (3 * pr->answer_ns + took) / 4 : took;
-		if (pr->shared_answer_ns) {
-			uint64_t *sh = pr->shared_answer_ns;
-
-			*sh = *sh ? (7 * *sh + took) / 8 : took;
-		}
+	if (!*answered) {
+		*answered = true;
+		probe_answer_took(pr, now - began);
 	}
 	/* another engine took the pair since the round began (its own probe, or the peer's) */
-	if (c->pairs && !pairs_claim(c->pairs, peer_key(c), pr->cand_src[cand],
-				     pr->cand_dst[cand], c->pair_owner, &fresh)) {
+	if (c->pairs && !pairs_claim(c->pairs, peer_key(c), src[cand], dst[cand], c->pair_owner,
+				     &fresh)) {
 		c->stats.probes_pair_taken++;
 		return;
 	}
-	if (conn_add_path(c, pr->cand_src[cand], pr->cand_dst[cand], now) >= 0) {
+	if (conn_add_path(c, src[cand], dst[cand], now) >= 0) {
 		pr->interval_ns = PROBE_INTERVAL_NS; /* rounds find paths: no need to wait longer */
 		return;
 	}
-	if (pr->rescue_ns && round == pr->rescue_round &&
-	    rescue_take(c, pr->cand_src[cand], pr->cand_dst[cand], now)) {
+	if (rescue && rescue_take(c, src[cand], dst[cand], now)) {
 		return;
 	}
 	if (fresh) {
 		/* no path on it: another engine of ours may have it */
-		pairs_release(c->pairs, peer_key(c), pr->cand_src[cand], pr->cand_dst[cand],
-			      c->pair_owner);
+		pairs_release(c->pairs, peer_key(c), src[cand], dst[cand], c->pair_owner);
 	}
 }
 

@@ -63,11 +63,21 @@ struct conn_probe {
 	uint64_t rescue_ns, deaf_from_ns;
 	bool for_peer;
 	uint32_t rescue_round;
+	bool round_rescue; /* this round is a rescue's (rescue_round names it until the next) */
 	uint32_t unheard_ms; /* a rescue here to tell the peer of (CHAN_UNHEARD): whole ms since
 			      * we last heard anything of it; 0: none (or heard within 1 ms) */
 	uint64_t peer_rescue_ns; /* when the peer's CHAN_UNHEARD last started a rescue; 0: never */
 	uint64_t resent_ns; /* when a rescue's answer last sent the packet waited on again; 0: never */
 	uint16_t cand_src[CONN_PROBE_CANDS], cand_dst[CONN_PROBE_CANDS]; /* network order */
+	/* The round before this one, whose answers still count: a starved peer's come after the
+	 * next round began (conn_on_probe_result). Its candidates sent, when it began, whether it
+	 * had an answer and whether it was a rescue's. */
+	struct {
+		uint32_t ncands;
+		uint64_t round_ns;
+		bool answered, rescue;
+		uint16_t src[CONN_PROBE_CANDS], dst[CONN_PROBE_CANDS]; /* network order */
+	} prev;
 	uint32_t rng;
 };
 

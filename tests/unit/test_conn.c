@@ -2433,11 +2433,135 @@ static void test_rescue_last_dark(void **state)
 	free(s);
 }
 
+/* Takes c's probes due now: those on lit pairs into late[] (round, candidate), as a peer that
+ * answers them later would; returns how many went out. */
+struct late_answer {
+	uint32_t round, cand;
+};
+
+static uint32_t probes_unanswered(struct harp_conn *c, uint64_t now, struct late_answer *late,
+				  uint32_t *nlate, uint32_t cap)
+{
+	struct conn_tx tx;
+	struct pkt k;
+	uint32_t n = 0;
+
+	while (conn_next_probe(c, &tx, now)) {
+		if (tx.h.type != HARP_PKT_PROBE) {
+			continue;
+		}
+		n++;
+		k.src_port = tx.src_port;
+		k.dst_port = tx.dst_port;
+		if (!dark_pair(&k) && *nlate < cap) {
+			late[*nlate].round = tx.h.rsn;
+			late[*nlate].cand = tx.h.tag;
+			(*nlate)++;
+		}
+	}
+	return n;
+}
+
+/*
+ * A starved peer answers a rescue round after the next one began (vm_copy_rss_q2 under load: a
+ * connection's 8 paths silent, 14 rescue rounds sent, 896 probes, and not one path replaced in
+ * the 10 s before the peer timeout, the peer alive). Each timeout, and each CHAN_UNHEARD of the
+ * peer's, begins a rescue round anew once the wait for answers is over, and that wait is learnt
+ * from the answers: those to the round before were dropped as stale, so they neither replaced a
+ * path nor taught the wait, and the next round was as late. Here a's pairs to b go dark, a's
+ * rescue round goes out, b's report begins another, and then the first round's answers come: they
+ * replace every silent path, the wait is learnt, and the message arrives.
+ */
+static void test_rescue_late_answers(void **state)
+{
+	struct pair *p = *state;
+	struct harp_conn *a = &p->a, *b = &p->b;
+	const uint64_t ms = 1000000;
+	size_t len = 64 * PAYLOAD;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct late_answer first[CONN_PROBE_CANDS], second[CONN_PROBE_CANDS];
+	uint32_t nfirst = 0, nsecond = 0, i;
+	uint64_t silent_from, first_ns;
+	struct harp_req *r, *s;
+	int rounds;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
+	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
+	more_paths(p, 4);
+	fill_pattern(src, len, 21);
+	r = announce_recv(p, dst, len, 1);
+	s = post_send(a, src, len, 1);
+	silent_from = p->now;
+	emit(a, &p->ab, p->now, false);
+	deliver_lit(b, &p->ab, p->now); /* dark: every packet was on a path */
+	for (i = 0; i < 2; i++) {
+		p->now += (uint64_t)a->rtt.rto_us * 1000 + 1;
+		conn_on_timer(a, p->now, UINT64_MAX / 2);
+		emit(a, &p->ab, p->now, false);
+		deliver_lit(b, &p->ab, p->now);
+	}
+	/* the rescue's round goes out; the peer's answers are slow to come */
+	first_ns = p->now;
+	assert_int_equal(probes_unanswered(a, p->now, first, &nfirst, CONN_PROBE_CANDS), 4 * 16);
+	assert_true(nfirst > 4);
+	/* the peer's own timeouts: it heard nothing of a since the pairs went dark, and a round
+	 * of a's begins anew, its answers as slow */
+	p->now += 100 * ms;
+	conn_on_peer_unheard(a, (uint32_t)((p->now - silent_from) / ms), p->now);
+	assert_true(probes_unanswered(a, p->now, second, &nsecond, CONN_PROBE_CANDS) > 0);
+	assert_int_equal(a->stats.paths_rescued, 0);
+	/* now the first round's answers: each pair reached b's engine, which no silent path of
+	 * a's can say */
+	p->now += 400 * ms;
+	for (i = 0; i < nfirst; i++) {
+		conn_on_probe_result(a, first[i].round, first[i].cand, p->now);
+	}
+	print_message("# a round answered %.0f ms late, after the next began: %u of a's paths "
+		      "replaced, answers learnt to take %.0f ms\n",
+		      (double)(p->now - first_ns) / 1e6, a->stats.paths_rescued,
+		      (double)a->probe.answer_ns / 1e6);
+	assert_int_equal(a->stats.paths_rescued, 4);
+	assert_int_equal(live_dark(a), 0);
+	assert_true(a->probe.answer_ns >= (p->now - first_ns) / 4); /* an average: it moved */
+	/* the second round's answers come too, and replace nothing more */
+	for (i = 0; i < nsecond; i++) {
+		conn_on_probe_result(a, second[i].round, second[i].cand, p->now);
+	}
+	assert_int_equal(a->paths_live, 4);
+	assert_int_equal(live_dark(a), 0);
+	for (rounds = 0; rounds < 100000 && req_state(r) != REQ_DONE; rounds++) {
+		emit(a, &p->ab, p->now, false);
+		emit(b, &p->ba, p->now, false);
+		deliver_lit(b, &p->ab, p->now);
+		deliver_lit(a, &p->ba, p->now);
+		p->now += 100000;
+		conn_on_timer(a, p->now, UINT64_MAX / 2);
+		conn_on_timer(b, p->now, UINT64_MAX / 2);
+		if (a->probe.unheard_ms) {
+			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+			a->probe.unheard_ms = 0;
+		}
+		answer_probes(a, p->now);
+		answer_probes(b, p->now);
+	}
+	run_clean(p);
+	assert_int_equal(req_state(r), REQ_DONE);
+	assert_int_equal(req_state(s), REQ_DONE);
+	assert_memory_equal(src, dst, len);
+	free(src);
+	free(dst);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_dark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_last_dark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescue_late_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescue_releases_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unheard_limit, setup, teardown),
