@@ -248,15 +248,50 @@ void engine_handover(struct harp_engine *e, struct harp_conn *c)
 /*
  * A connection that may have something to send now: a request taken, a packet received (an ack
  * opens the window, a CTS lets a send go, a sack shows a loss), a timer or probe round due. The
- * transmit step visits only these, and drops each that has nothing to send.
+ * transmit step visits only these, in turn, and drops each that has nothing to send. A newcomer
+ * queues behind those already waiting: pushed to the front, the connections that acks keep
+ * bringing back took every frame a starved host freed, and one that waited behind them sent
+ * nothing for the whole peer timeout (vm_copy_rss_q2 under load: 164 packets queued to go
+ * again, every path with room, none sent in 5 s).
  */
 static void tx_list_add(struct harp_engine *e, struct harp_conn *c)
 {
 	if (!c->links.on_tx) {
 		c->links.on_tx = true;
-		c->links.next_tx = e->tx_list;
-		e->tx_list = c;
+		c->links.next_tx = NULL;
+		if (e->tx_list) {
+			e->tx_last->links.next_tx = c;
+		} else {
+			e->tx_list = c;
+		}
+		e->tx_last = c;
 	}
+}
+
+/* Takes c, which follows prev (NULL: c is the first), off the tx list. */
+static void tx_list_drop(struct harp_engine *e, struct harp_conn *prev, struct harp_conn *c)
+{
+	if (prev) {
+		prev->links.next_tx = c->links.next_tx;
+	} else {
+		e->tx_list = c->links.next_tx;
+	}
+	if (e->tx_last == c) {
+		e->tx_last = prev;
+	}
+	c->links.on_tx = false;
+}
+
+/* The pass ran out of room at c, which follows prev: c and those after it go first next time. */
+static void tx_list_turn(struct harp_engine *e, struct harp_conn *prev, struct harp_conn *c)
+{
+	if (!prev || !c) {
+		return; /* it stopped at the first, or after the last: the order stands */
+	}
+	e->tx_last->links.next_tx = e->tx_list;
+	e->tx_list = c;
+	prev->links.next_tx = NULL;
+	e->tx_last = prev;
 }
 
 void engine_notify(struct harp_engine *e, struct harp_conn *c)
@@ -815,16 +850,17 @@ static void send_acks(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 
 static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 {
-	struct harp_conn *c, **pp;
+	struct harp_conn *c = NULL, *prev = NULL, *next;
 	struct conn_tx tx;
 	bool more = true;
 
 	/* Round-robin in bursts, so one busy connection cannot starve the others. A connection
 	 * that had nothing more to send leaves the list; one cut short by the batch or the frame
-	 * pool stays for the next pass. */
+	 * pool stays for the next pass, and the next pass begins where this one ran out of room
+	 * (tx_list_turn): a host short of frames serves each in turn, not the first ones only. */
 	while (more && tx_room(e, b)) {
 		more = false;
-		for (pp = &e->tx_list; (c = *pp) && tx_room(e, b);) {
+		for (prev = NULL, c = e->tx_list; c && tx_room(e, b); c = next) {
 			int burst = 0;
 
 			while (tx_room(e, b) && conn_next_probe(c, &tx, now)) {
@@ -841,14 +877,17 @@ static void send_data(struct harp_engine *e, struct tx_batch *b, uint64_t now)
 				}
 				burst++;
 			}
+			next = c->links.next_tx;
 			if (burst == CONN_BURST || !tx_room(e, b) || conn_paced(c)) {
 				more |= burst == CONN_BURST;
-				pp = &c->links.next_tx; /* cut short, or paced: it stays */
+				prev = c; /* cut short, or paced: it stays */
 				continue;
 			}
-			*pp = c->links.next_tx; /* it said it has nothing more */
-			c->links.on_tx = false;
+			tx_list_drop(e, prev, c); /* it said it has nothing more */
 		}
+	}
+	if (!tx_room(e, b)) {
+		tx_list_turn(e, prev, c);
 	}
 }
 
@@ -909,7 +948,7 @@ static void retry_add(struct harp_engine *e, struct harp_conn *c)
  */
 static void take_requests(struct harp_engine *e, uint64_t now)
 {
-	struct harp_conn *c, *next, *prev, **pp;
+	struct harp_conn *c, *next, **pp;
 
 	for (pp = &e->retry; (c = *pp);) {
 		if (take_from(e, c)) {
@@ -925,16 +964,11 @@ static void take_requests(struct harp_engine *e, uint64_t now)
 	/* acquire: pairs with engine_notify's release */
 	c = atomic_exchange_explicit(&e->to_take, NULL, memory_order_acquire);
 	adopt(e, now); /* a connection is handed over before its first request is posted */
-	/* The list is newest first. Taken oldest first, the connection posted to last lands at
-	 * the head of the tx list (tx_list_add pushes) and sends first: after "receive, then send"
-	 * (a request-response's order: NCCL's proxy, the ping-pong), the DATA leaves before the
-	 * CTS, which an unsolicited send does not wait for. */
-	for (prev = NULL; c; c = next) {
-		next = c->links.next_take;
-		c->links.next_take = prev;
-		prev = c;
-	}
-	for (c = prev; c; c = next) {
+	/* The list is newest first, and taken so: the connection posted to last joins the tx list
+	 * first of them (tx_list_add queues) and sends first: after "receive, then send" (a
+	 * request-response's order: NCCL's proxy, the ping-pong), the DATA leaves before the CTS,
+	 * which an unsolicited send does not wait for. */
+	for (; c; c = next) {
 		next = c->links.next_take;
 		/* acquire: a notify that found the flag still set is visible, and so is its request */
 		atomic_exchange_explicit(&c->links.wants_take, false, memory_order_acq_rel);
@@ -951,7 +985,12 @@ static void reap(struct harp_engine *e, struct harp_conn *c)
 		LIST_UNLINK(&e->retry, c, links.next_retry);
 	}
 	if (c->links.on_tx) {
-		LIST_UNLINK(&e->tx_list, c, links.next_tx);
+		struct harp_conn *prev = NULL, *at;
+
+		for (at = e->tx_list; at != c; at = at->links.next_tx) {
+			prev = at;
+		}
+		tx_list_drop(e, prev, c);
 	}
 	if (c->links.on_ack_wait) {
 		LIST_UNLINK(&e->ack_wait, c, links.next_ack_wait);

@@ -84,7 +84,8 @@ struct harp_engine {
 	_Atomic(struct harp_conn *) handover;	 /* established connections, not yet adopted */
 	_Atomic(struct harp_conn *) to_take;	 /* connections with new requests (engine_notify) */
 	struct harp_conn *retry; /* connections whose next request waits for a free slot */
-	struct harp_conn *tx_list; /* connections that may have packets to send */
+	struct harp_conn *tx_list; /* connections that may have packets to send, in turn */
+	struct harp_conn *tx_last; /* its last (valid while it is not empty) */
 	struct harp_conn *conns;		 /* adopted connections */
 	struct harp_conn *by_slot[HARP_MAX_CONNS]; /* adopted, by id slot */
 	struct harp_conn *ack_list;
