@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # perf/page in short, as ctest's perf_page runs it: the quick preset, two runs of each family
-# in turn, two cases. Then its page: the IPv6 section says how it was made, and each of its
-# cells is the median of the runs' own records, read here from their results.jsonl.
+# in turn, one case (latency). Then its page: the IPv6 section says how it was made, and each of
+# its cells is the median of the runs' own records, read here from their results.jsonl.
 #
 #   perf/page_test.sh DIR [RUN_ARGS...]   (RUN_ARGS go to every perf/run)
 set -euo pipefail
@@ -12,7 +12,7 @@ out=${1:?perf/page_test.sh DIR [RUN_ARGS...]}
 shift
 rm -rf "$out"
 rc=0
-"$here/page" --quick --pairs 2 --only latency,msgrate --out "$out" --page "$out/RESULTS.md" \
+"$here/page" --quick --pairs 2 --only latency --out "$out" --page "$out/RESULTS.md" \
 	-- "$@" || rc=$?
 if ((rc)); then
 	echo "perf_page: perf/page exited $rc" >&2
@@ -53,9 +53,6 @@ def harp(name, **want):
 
 cases = [("round trip p50, 8 B, MTU 1500 (us)", "p50_us",
           dict(tool="harp-perf", test="pingpong", role="client", label="latency", size=8,
-               mtu=1500)),
-         ("64 B messages per second, MTU 1500", "msgs_per_s",
-          dict(tool="harp-perf", test="msgrate", role="server", label="msgrate", size=64,
                mtu=1500))]
 rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")
         for line in section.splitlines() if line.startswith("| ")}

@@ -9,8 +9,9 @@
 #   sanitize.sh --source DIR --build DIR --mode asan|tsan [--step build|test|all]
 #     asan   -fsanitize=address,undefined: the library, the plugin and every tool; of the netns,
 #            fault and plugin labels the tests that each take their own path through the code
-#            (asan_tests below; valgrind's plugin run stays in the plain build: memcheck and ASan
-#            cannot share a process; bad_input.sh leaves out its valgrind cases here)
+#            (asan_tests below, 58 with the unit tests; valgrind's plugin run stays in the plain
+#            build: memcheck and ASan cannot share a process; bad_input.sh leaves out its
+#            valgrind cases here)
 #     tsan   -fsanitize=thread: the plugin scenarios where threads meet (NCCL's service thread
 #            setting comms up while its proxy thread moves data on others, harp's keeper thread
 #            taking over an idle rank's engine, comms closed with requests out)
@@ -38,41 +39,47 @@ done
 case $mode in
 asan)
 	flags=address,undefined
-	# Each path through harp's code once, not every variant of it: the plain build runs the
-	# rest (the same code under other queue counts, MTUs, families and impairments). Kept: both
-	# families where their code differs (addresses, keys, headers), multi-buffer chains, the
-	# path MTU search and parts, auth, engine threads, pools at their limits, paths dark and
-	# rescued, hostile input, the agent; the plugin's oldest and newest tables, stripes, threads,
-	# closes and aborts, losses, CUDA's lanes and failures; the fault profiles mixed (all) in
-	# both families, with auth, parts and the exit of a lossy run. Left to the plain build, as
-	# another test here runs their code: plugin_v8 and _v12 (the tables: plugin_threads_engines
-	# drives v12 and v8), plugin_mtu9000 (chains: netns_xfer_mtu9000, the IPv6 stripes at 9000),
-	# plugin_stripes (plugin_threads_engines stripes, closes and kills), plugin_lossy (the other
-	# lossy plugin runs), netns_xfer_rss_q4 (netns_xfer_rss_q2of4_conns64),
-	# netns_xfer_engine_threads (plugin_threads_engines runs the engines' threads),
-	# netns_path_blackhole (unit_conn retires and rescues paths in every way the netns tests
-	# do, and netns_path_dark and _rescue run it over the wire). The unit tests run here too:
-	# seconds, and every branch of the protocol's state they reach.
+	# Each path through harp's code once, not every variant of it, nor volume: the plain build
+	# runs the rest (the same code under other queue counts, MTUs, families, devices and
+	# impairments), and a test here costs twice to five times its plain run. Kept: both families
+	# where their code differs (addresses, keys, headers), multi-buffer chains, the path MTU
+	# search and parts, auth, pools at their limits, paths dark and rescued, hostile input, the
+	# agent; the plugin's closes and aborts, largest sizes (UBSan on the int sizes of v8),
+	# stripes, the keeper thread, losses, CUDA's lanes and failures; the fault profiles mixed
+	# (all) in both families, with auth, parts and the exit of a lossy run. Left to the plain
+	# build, as another test here runs their code: plugin_v8 to _v12 (the tables: plugin_limits
+	# and plugin_threads drive v8 and v12), plugin_mtu9000 and netns_xfer_mtu9000 (chains:
+	# netns_xfer6_mtu9000), plugin_stripes, _stripes_lossy, _cuda_stripes and
+	# _ipv6_stripes_mtu9000 (plugin_stripes_hop_dup2 and the stripe kill and accept cases),
+	# plugin_lossy (the other lossy plugin runs), plugin_queues2_devices2 and
+	# netns_xfer_rss_q4 (netns_xfer_rss_q2of4_conns64 and the agent's two queues),
+	# plugin_threads_engines and netns_xfer_engine_threads (the engines' threads: the
+	# ThreadSanitizer build runs them), plugin_dropin (init as plugin_limits', NCCL's loader
+	# aside), plugin_peer_timeout_short (timing), netns_path_blackhole and _dark (unit_conn
+	# retires and rescues paths in every way the netns tests do, and netns_path_rescue runs it
+	# over the wire), netns_xfer_pmtu_hop1280 (netns_xfer_pmtu_shrink searches, shrinks and
+	# cuts parts), netns_xfer_frames_max, netns_xfer_hop, netns_msgsize
+	# (fault_xfer_msgsize_all), netns_xfer_auth_corrupt (its IPv6 twin, fault_xfer_dup2_auth),
+	# fault_xfer_all (fault_xfer_all_paced) and fault_xfer_drop1_rss_q2of4. The unit tests run
+	# here too: seconds, and every branch of the protocol's state they reach.
 	asan_tests=(
 		unit_params unit_spsc unit_cc unit_conn unit_pairs unit_ids unit_agent unit_ifmatch
 		unit_auth unit_frame_pool unit_stripe unit_engine unit_steer unit_nccl_socket unit_wire
-		netns_xfer_mtu1500 netns_xfer_mtu9000 netns_xfer6_mtu9000 netns_xfer6_link_local
-		netns_xfer_dual_listener6 netns_xfer_pmtu_hop1280 netns_xfer_pmtu_shrink
+		netns_xfer_mtu1500 netns_xfer6_mtu9000 netns_xfer6_link_local
+		netns_xfer_dual_listener6 netns_xfer_pmtu_shrink
 		netns_xfer_busy_poll netns_xfer_mtu_max netns_xfer_bidir
-		netns_xfer_conns64 netns_xfer_auth_corrupt netns_xfer6_auth_corrupt
-		netns_xfer_frames_min netns_xfer_frames_max netns_xfer_slow_consumer
-		netns_xfer_rss_q2of4_conns64 netns_xfer_hop netns_path_rescue
-		netns_path_dark netns_bad_input netns_bad_input6 netns_xdp_gone netns_peer_death
-		netns_msgsize netns_queue_share netns_queue_busy netns_confined netns_agent
-		plugin_close_order plugin_limits plugin_queues2_devices2 plugin_stripes_hop_dup2
-		plugin_ipv6_stripes_mtu9000 plugin_threads_engines plugin_peer_timeout_short
+		netns_xfer_conns64 netns_xfer6_auth_corrupt
+		netns_xfer_frames_min netns_xfer_slow_consumer
+		netns_xfer_rss_q2of4_conns64 netns_path_rescue
+		netns_bad_input netns_bad_input6 netns_xdp_gone netns_peer_death
+		netns_queue_share netns_queue_busy netns_confined netns_agent
+		plugin_close_order plugin_limits plugin_stripes_hop_dup2
 		plugin_threads plugin_close_order_lossy plugin_idle_peer_lossy
 		plugin_stripe_kill_s2 plugin_stripe_accept_stall plugin_stripe_accept_die
-		plugin_stripes_lossy plugin_cuda plugin_cuda_stripes plugin_cuda_lanes_fallback
-		plugin_cuda_copy_fail plugin_cuda_mixed plugin_dropin
-		fault_xfer_all fault_xfer6_all fault_xfer_all_paced fault_xfer_dup2_auth
+		plugin_cuda plugin_cuda_lanes_fallback plugin_cuda_copy_fail plugin_cuda_mixed
+		fault_xfer6_all fault_xfer_all_paced fault_xfer_dup2_auth
 		fault_xfer_reorder_auth_mtu9000 fault_xfer_corrupt_mtu9000 fault_xfer_msgsize_all
-		fault_xfer_small_lossy_exit fault_xfer_shallow fault_xfer_drop1_rss_q2of4
+		fault_xfer_small_lossy_exit fault_xfer_shallow
 	)
 	select=(-R "^($(IFS='|' && echo "${asan_tests[*]}"))\$")
 	# abort_on_error off: the process exits non-zero (1) and the test sees a failure, not a core
