@@ -52,7 +52,9 @@ mapfile -t listed < <(sed -n 's/^| `\(HARP_[A-Z0-9_]*\)` |.*/\1/p' <<<"$table")
 
 fail=0
 for name in "${names[@]}"; do
-	if ! printf '%s\n' "${listed[@]}" | grep -qx -- "$name"; then
+	# a here-string, not a pipe: grep -q ends at the first match, and with pipefail the
+	# writer's SIGPIPE made a listed name read as missing (a CI run under load)
+	if ! grep -qx -- "$name" <<<"$(printf '%s\n' "${listed[@]}")"; then
 		echo "docs_params: README.md's settings table has no row for $name (src/params.def)"
 		fail=1
 	fi
@@ -63,7 +65,7 @@ for name in "${names[@]}"; do
 	fi
 done
 for name in "${listed[@]}"; do
-	if ! printf '%s\n' "${names[@]}" | grep -qx -- "$name"; then
+	if ! grep -qx -- "$name" <<<"$(printf '%s\n' "${names[@]}")"; then
 		echo "docs_params: README.md's settings table has a row for $name, which" \
 			"src/params.def does not define"
 		fail=1
