@@ -64,6 +64,20 @@ void conn_paths_init(struct harp_conn *c, uint32_t want, uint16_t port_lo, uint1
 	c->probe.interval_ns = PROBE_INTERVAL_NS;
 }
 
+/* Whether a live path of c runs on this port pair (network order). */
+static bool path_live_on(const struct harp_conn *c, uint16_t src_port, uint16_t dst_port)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->npaths; i++) {
+		if (c->paths[i].live && c->paths[i].src_port == src_port &&
+		    c->paths[i].dst_port == dst_port) {
+			return true;
+		}
+	}
+	return false;
+}
+
 int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uint64_t now)
 {
 	uint32_t per_max = c->cwnd_max / c->paths_want, init = CWND_INIT / c->paths_want, i;
@@ -72,11 +86,8 @@ int conn_add_path(struct harp_conn *c, uint16_t src_port, uint16_t dst_port, uin
 	uint32_t largest = c->pmtu.ceiling > mss ? c->pmtu.ceiling : mss;
 	struct conn_path *p;
 
-	for (i = 0; i < c->npaths; i++) {
-		if (c->paths[i].live && c->paths[i].src_port == src_port &&
-		    c->paths[i].dst_port == dst_port) {
-			return -EEXIST;
-		}
+	if (path_live_on(c, src_port, dst_port)) {
+		return -EEXIST;
 	}
 	if (c->paths_live >= c->paths_want) {
 		return -ENOSPC;
@@ -290,12 +301,8 @@ static void probe_round(struct harp_conn *c, uint64_t now)
 		uint16_t sp = htons((uint16_t)(c->port_lo + xorshift(&pr->rng) % c->port_span));
 		uint16_t dp = htons(
 			(uint16_t)(c->peer_port_lo + xorshift(&pr->rng) % c->peer_port_span));
-		bool used = false;
+		bool used = path_live_on(c, sp, dp);
 
-		for (i = 0; i < c->npaths && !used; i++) {
-			used = c->paths[i].live && c->paths[i].src_port == sp &&
-			       c->paths[i].dst_port == dp;
-		}
 		for (i = 0; i < n && !used; i++) {
 			used = pr->cand_src[i] == sp && pr->cand_dst[i] == dp;
 		}
@@ -491,17 +498,13 @@ static bool rescue_take(struct harp_conn *c, uint16_t src_port, uint16_t dst_por
 {
 	int victim = rescue_victim(c);
 	const struct conn_path *p;
-	uint32_t i;
 
 	if (victim < 0) {
 		c->probe.rescue_ns = 0;
 		return false;
 	}
-	for (i = 0; i < c->npaths; i++) {
-		if (c->paths[i].live && c->paths[i].src_port == src_port &&
-		    c->paths[i].dst_port == dst_port) {
-			return false; /* a path already (two rounds' candidates may share a pair) */
-		}
+	if (path_live_on(c, src_port, dst_port)) {
+		return false; /* a path already (two rounds' candidates may share a pair) */
 	}
 	p = &c->paths[victim];
 	pr_debug("conn %u: path %d (ports %u->%u) without an ack for %llu ms, as every path was; "

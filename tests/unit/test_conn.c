@@ -2050,6 +2050,34 @@ static uint32_t live_dark(const struct harp_conn *c)
 }
 
 /*
+ * a and b exchange over the lit pairs, 100 us a step, with the timers, a's silence reports
+ * carried to b and every probe answered at once, until r (b's receive) is done; then the
+ * rest runs clean.
+ */
+static void lit_until_done(struct pair *p, struct harp_req *r)
+{
+	struct harp_conn *a = &p->a, *b = &p->b;
+	int rounds;
+
+	for (rounds = 0; rounds < 100000 && req_state(r) != REQ_DONE; rounds++) {
+		emit(a, &p->ab, p->now, false);
+		emit(b, &p->ba, p->now, false);
+		deliver_lit(b, &p->ab, p->now);
+		deliver_lit(a, &p->ba, p->now);
+		p->now += 100000;
+		conn_on_timer(a, p->now, UINT64_MAX / 2);
+		conn_on_timer(b, p->now, UINT64_MAX / 2);
+		if (a->probe.unheard_ms) {
+			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
+			a->probe.unheard_ms = 0;
+		}
+		answer_probes(a, p->now);
+		answer_probes(b, p->now);
+	}
+	run_clean(p);
+}
+
+/*
  * Every path goes dark at once, both ways, in the middle of a transfer (a flow hash moved every
  * pair; a stalled tap queue held them): no path delivers, so none can be judged against another,
  * and every wanted path is live, so nothing probed; the connection used to starve until the peer
@@ -2066,7 +2094,6 @@ static void test_rescue(void **state)
 	size_t len = 64 * PAYLOAD;
 	uint8_t *src = malloc(len), *dst = calloc(1, len);
 	struct harp_req *r, *s;
-	int rounds;
 
 	conn_paths_init(a, 4, 47000, 64, 47000, 64, 11);
 	conn_paths_init(b, 4, 47000, 64, 47000, 64, 12);
@@ -2106,22 +2133,7 @@ static void test_rescue(void **state)
 
 	/* a's data now reaches b, whose acks take its dark pairs: a's timeouts go on, and b,
 	 * told, replaces the pairs it acked on */
-	for (rounds = 0; rounds < 100000 && req_state(r) != REQ_DONE; rounds++) {
-		emit(a, &p->ab, p->now, false);
-		emit(b, &p->ba, p->now, false);
-		deliver_lit(b, &p->ab, p->now);
-		deliver_lit(a, &p->ba, p->now);
-		p->now += 100000;
-		conn_on_timer(a, p->now, UINT64_MAX / 2);
-		conn_on_timer(b, p->now, UINT64_MAX / 2);
-		if (a->probe.unheard_ms) {
-			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
-			a->probe.unheard_ms = 0;
-		}
-		answer_probes(a, p->now);
-		answer_probes(b, p->now);
-	}
-	run_clean(p);
+	lit_until_done(p, r);
 	assert_int_equal(req_state(r), REQ_DONE);
 	assert_int_equal(req_state(s), REQ_DONE);
 	assert_memory_equal(src, dst, len);
@@ -2483,7 +2495,6 @@ static void test_rescue_late_answers(void **state)
 	uint32_t nfirst = 0, nsecond = 0, i;
 	uint64_t silent_from, first_ns;
 	struct harp_req *r, *s;
-	int rounds;
 
 	assert_non_null(src);
 	assert_non_null(dst);
@@ -2531,22 +2542,7 @@ static void test_rescue_late_answers(void **state)
 	}
 	assert_int_equal(a->paths_live, 4);
 	assert_int_equal(live_dark(a), 0);
-	for (rounds = 0; rounds < 100000 && req_state(r) != REQ_DONE; rounds++) {
-		emit(a, &p->ab, p->now, false);
-		emit(b, &p->ba, p->now, false);
-		deliver_lit(b, &p->ab, p->now);
-		deliver_lit(a, &p->ba, p->now);
-		p->now += 100000;
-		conn_on_timer(a, p->now, UINT64_MAX / 2);
-		conn_on_timer(b, p->now, UINT64_MAX / 2);
-		if (a->probe.unheard_ms) {
-			conn_on_peer_unheard(b, a->probe.unheard_ms, p->now);
-			a->probe.unheard_ms = 0;
-		}
-		answer_probes(a, p->now);
-		answer_probes(b, p->now);
-	}
-	run_clean(p);
+	lit_until_done(p, r);
 	assert_int_equal(req_state(r), REQ_DONE);
 	assert_int_equal(req_state(s), REQ_DONE);
 	assert_memory_equal(src, dst, len);
