@@ -14,10 +14,11 @@
  * every other message is verified as usual, so the connection must keep working past each one.
  *
  * --duration SEC (a soak) cycles through the sizes until SEC seconds have passed, then posts
- * nothing more and, for DRAIN_S seconds, lets what is out complete and the peer (which started
- * within moments of us) do the same before either closes; what the peer no longer answers (it
- * stopped posting too, or closed at the end of its own drain) is left and counted as abandoned.
- * Every message that completed was verified as always.
+ * nothing more and drains: it lets what is out complete, for DRAIN_S seconds at most, and stays
+ * at least DRAIN_MIN_S so that the peer (which started within moments of us) has stopped posting
+ * too before we close. What the peer no longer answers (it stopped posting first, or closed at the
+ * end of its own drain) is left and counted as abandoned. Every message that completed was
+ * verified as always.
  *
  * --idle SEC leaves the connections idle (set up, nothing posted, harp progressed) that long
  * before the transfer: what happens to a connection whose path goes dark while nothing is out.
@@ -25,7 +26,8 @@
  * --churn N opens and closes N more connections, one after another, beside the transfer: each
  * carries one verified 64-byte message each way and is closed, on the same engines as the rest.
  * The transfer goes round its sizes (as with --duration) until the N have come and gone, then
- * drains. What churn does to the process's standing (its node agent, its queues) shows in the
+ * drains for DRAIN_S seconds whatever is out (a test reads the process's standing meanwhile).
+ * What churn does to the process's standing (its node agent, its queues) shows in the
  * transfer going on untouched.
  *
  * --slow-us US makes this side a slow consumer: after each round over its connections it does
@@ -55,6 +57,7 @@
 #define WINDOW_MAX 16
 #define CANARY 0xa5 /* fills a receive buffer whose message must be refused */
 #define DRAIN_S 10  /* --duration: how long what is out may take to complete */
+#define DRAIN_MIN_S 3 /* ... and how long we wait for the peer to stop posting as we did */
 
 struct opts {
 	bool server;
@@ -637,7 +640,7 @@ static int step_churn(struct run *r)
 
 static int transfer(struct run *r, double deadline)
 {
-	double stop_at = r->o.duration_s ? now_s() + r->o.duration_s : 0, now;
+	double stop_at = r->o.duration_s ? now_s() + r->o.duration_s : 0, min_end = 0, now;
 	int dir_tx = r->o.server ? 1 : 0, dir_rx = r->o.server ? 0 : 1;
 	long long remaining;
 	int i, err;
@@ -648,6 +651,8 @@ static int transfer(struct run *r, double deadline)
 		    !r->stopping) {
 			r->stopping = true;
 			deadline = now + DRAIN_S;
+			/* --churn's drain lasts its time: the holders' map is read meanwhile */
+			min_end = r->o.churn ? deadline : now + DRAIN_MIN_S;
 		}
 		err = step_churn(r);
 		if (err) {
@@ -686,7 +691,9 @@ static int transfer(struct run *r, double deadline)
 				remaining);
 			return -ETIMEDOUT;
 		}
-	} while (remaining || r->stopping); /* a drain lasts its time: the peer's may not be over */
+		/* a drain lasts until nothing is out, and long enough that the peer stopped too:
+		 * what it still has out on us ends, abandoned, when we close */
+	} while (remaining || (r->stopping && now < min_end));
 	return 0;
 }
 
