@@ -109,14 +109,20 @@ xfer_pair() {
 	spawn_bounded 45 env "$@" HARP_LOG_LEVEL=info HARP_CONF="$conf" nsenter --net="/run/netns/$ns_b" \
 		capsh --drop="$drop" -- -c "exec '$xfer' server --ifname $if_b --handle-file $handle $args" \
 		>"$tmp/$name.server" 2>&1
-	local s=$spawned_pid
+	local s=$spawned_pid c
 	pids+=("$s")
-	run_bounded 45 env "$@" HARP_LOG_LEVEL=info HARP_CONF="$conf" nsenter --net="/run/netns/$ns_a" \
+	spawn_bounded 45 env "$@" HARP_LOG_LEVEL=info HARP_CONF="$conf" nsenter --net="/run/netns/$ns_a" \
 		capsh --drop="$drop" -- -c "exec '$xfer' client --ifname $if_a --handle-file $handle $args" \
 		>"$tmp/$name.client" 2>&1
-	rc_c=$?
+	c=$spawned_pid
+	pids+=("$c")
 	wait "$s"
 	rc_s=$?
+	# A server that failed (as the cases of a refused start expect) wrote no handle: its client
+	# would wait for one until its timeout, so it is ended.
+	((rc_s == 0)) || kill "$c" 2>/dev/null
+	wait "$c"
+	rc_c=$?
 }
 
 topo_pair 1500 1 >/dev/null 2>"$tmp/topo.log" || { cat "$tmp/topo.log"; exit 1; }
