@@ -32,7 +32,22 @@ one_container() {
 }
 
 # base_image NAME: $base exists, or is made now; NAME says whose message it is. 1 on failure.
+# Two tests that start side by side on a fresh machine (container_fresh, container_images) make
+# it once: the second waits on the lock for the first.
 base_image() {
+	local rc=0 lock
+	exec {lock}>/run/lock/harp-test-base-image.lock
+	if ! run_bounded 1000 flock "$lock"; then
+		echo "$1: FAIL waiting for another test making the base image (/run/lock/harp-test-base-image.lock)"
+		exec {lock}>&-
+		return 1
+	fi
+	make_base_image "$1" || rc=1
+	exec {lock}>&-
+	return "$rc"
+}
+
+make_base_image() {
 	local url
 	"${pm[@]}" image exists "$base" && return 0
 	url=$(mirror)

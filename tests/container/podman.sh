@@ -17,14 +17,20 @@
 #   stop         podman stop on each agent container runs down: no XDP program, no pins, no
 #                socket left
 #
-#   podman.sh --repo DIR --driver BIN
+#   podman.sh --repo DIR --driver BIN [--images TAG --step build|test|remove]
 #
-# The base image is made once per machine (debootstrap from the mirror in this machine's apt
-# sources, podman import) and kept as localhost/harp-test/debian:bookworm-minbase; the images of
-# a run are built without a layer cache (--layers=false, so no intermediate image stays behind),
-# tagged with its PID and removed after it. podman runs with --runtime runc (crun
-# refuses this machine's cgroup set-up). Exits 0 if every case held, 1 if one did not or podman
-# cannot run here (one line says why), 2 on bad usage.
+# By default one run builds the images (tagged with its PID), runs the cases and removes the
+# images. With --images the steps run apart on the images tagged TAG: build makes them, test runs
+# the cases on them, remove removes them (ctest builds them in container_images, beside the other
+# tests that build, runs the cases alone in container_podman, and removes them in
+# container_images_rm). The base image is made once per machine (debootstrap from the mirror in
+# this machine's apt sources, podman import) and kept as
+# localhost/harp-test/debian:bookworm-minbase. The intermediate images of the builds' layer cache
+# are removed once the images are built; the cache lets the plugin image take the agent image's
+# build stage (the two Dockerfiles' build stages are the same instructions on the same tree;
+# where they differ, the cache misses and each builds its own). podman runs with --runtime runc
+# (crun refuses this machine's cgroup set-up). Exits 0 if every case held (or the step did its
+# work), 1 if one did not or podman cannot run here (one line says why), 2 on bad usage.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,17 +39,28 @@ source "$here/../netns/lib.sh"
 # shellcheck source=tests/container/base.sh
 source "$here/base.sh"
 
-repo="" driver=""
+usage() {
+	echo "container: $*" >&2
+	sed -n '20s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+repo="" driver="" tag="" step=all
 while (($#)); do
 	case $1 in
 	--repo) repo=${2:?} && shift ;;
 	--driver) driver=${2:?} && shift ;;
-	*) echo "container: unknown argument '$1'" >&2 && sed -n '22s/^# \{0,1\}//p' "$0" >&2 && exit 2 ;;
+	--images) tag=${2:?} && shift ;;
+	--step) step=${2:?} && shift ;;
+	*) usage "unknown argument '$1'" ;;
 	esac
 	shift
 done
 [[ -f $repo/container/agent.Dockerfile && -x $driver ]] ||
-	{ echo "container: --repo (harp's source) and --driver (harp-net-driver) are required" >&2; exit 2; }
+	usage "--repo (harp's source) and --driver (harp-net-driver) are required"
+[[ $step =~ ^(all|build|test|remove)$ ]] || usage "--step is build, test or remove, not '$step'"
+[[ $step == all || -n $tag ]] || usage "--step $step needs --images TAG"
+[[ -z $tag || $tag =~ ^[a-z0-9][a-z0-9_.-]{0,63}$ ]] ||
+	usage "--images '$tag' is no image tag (lowercase letters, digits, '_', '.', '-')"
 repo=$(realpath "$repo")
 for t in podman runc debootstrap tar; do
 	command -v "$t" >/dev/null ||
@@ -52,9 +69,13 @@ done
 ((EUID == 0)) || { echo "container: needs root (podman with XDP, network namespaces)"; exit 1; }
 
 run_id=harp-ct-$$
-agent_img=localhost/harp-test/agent:$$ plugin_img=localhost/harp-test/plugin:$$
-train_img=localhost/harp-test/train:$$
+tag=${tag:-$$}
+agent_img=localhost/harp-test/agent:$tag plugin_img=localhost/harp-test/plugin:$tag
+train_img=localhost/harp-test/train:$tag
 pins=/sys/fs/bpf/$run_id
+# the images go when this run ends: always in one run, on failure when it only builds them, and
+# when it is the step that removes them
+remove_images=$([[ $step == all || $step == remove ]] && echo 1 || echo 0)
 
 harness_init container
 # shellcheck disable=SC2317 # called from the EXIT trap
@@ -70,7 +91,29 @@ harness_cleanup_extra() {
 				--conf "$tmp/$side/etc/harp.conf" --pin-root "$pins" >/dev/null 2>&1
 	done
 	rm -rf "$pins"
-	"${pm[@]}" rmi -f "$train_img" "$plugin_img" "$agent_img" >/dev/null 2>&1 || true
+	if ((remove_images)); then
+		"${pm[@]}" rmi -f "$train_img" "$plugin_img" "$agent_img" >/dev/null 2>&1 || true
+	fi
+	remove_layers
+}
+# The untagged images there were before this run's builds (image_ids), and remove_layers: those
+# made since, the layer cache's intermediates, children before parents (each pass removes the
+# ones no other image stands on). A tagged image is never one of them.
+images_before="" layers_taken=0
+image_ids() {
+	"${pm[@]}" images -a --no-trunc --format '{{.ID}} {{.Repository}}' 2>/dev/null |
+		awk '$2 == "<none>" {print $1}' | sort -u
+}
+remove_layers() {
+	local ours _
+	((layers_taken)) || return 0
+	for _ in 1 2 3 4 5 6 7 8; do
+		ours=$(comm -13 <(echo "$images_before") <(image_ids))
+		[[ -n $ours ]] || return 0
+		# shellcheck disable=SC2086 # one id a word
+		"${pm[@]}" rmi $ours >/dev/null 2>&1 || true
+	done
+	echo "container: the layer cache's images of this run left behind: ${ours//$'\n'/ }"
 }
 fail=0
 report() {
@@ -85,8 +128,6 @@ fi
 
 # ---- images ---------------------------------------------------------------------------------------
 
-base_image container || exit 1
-
 # build NAME IMAGE DOCKERFILE CONTEXT BUILD_ARG...: podman build; the log's tail on failure.
 build() {
 	local name=$1 image=$2 file=$3 ctx=$4 args=() t0=$SECONDS
@@ -94,7 +135,7 @@ build() {
 	for a in "$@"; do
 		args+=(--build-arg "$a")
 	done
-	if ! run_bounded 1500 "${pm[@]}" build --layers=false --network host "${limits[@]}" "${args[@]}" -f "$file" \
+	if ! run_bounded 1500 "${pm[@]}" build --layers --network host "${limits[@]}" "${args[@]}" -f "$file" \
 		-t "$image" "$ctx" >"$tmp/build-$name.log" 2>&1; then
 		echo "container: FAIL podman build $name:"
 		tail -n 15 "$tmp/build-$name.log" | sed 's/^/    | /'
@@ -102,12 +143,41 @@ build() {
 	fi
 	echo "container: built $image from ${file#"$repo"/} in $((SECONDS - t0)) s"
 }
-build agent "$agent_img" "$repo/container/agent.Dockerfile" "$repo" \
-	"BUILD_BASE=$base" "RUNTIME_BASE=$base"
-build plugin "$plugin_img" "$repo/container/plugin.Dockerfile" "$repo" "BUILD_BASE=$base"
-mkdir -p "$tmp/train-ctx"
-cp "$driver" "$tmp/train-ctx/harp-net-driver"
-build train "$train_img" "$here/train.Dockerfile" "$tmp/train-ctx" "BASE=$base" "PLUGIN=$plugin_img"
+
+# build_images: the agent image, the plugin layer and the training image; a failure removes
+# what was built.
+build_images() {
+	base_image container || exit 1
+	images_before=$(image_ids)
+	layers_taken=1 remove_images=1
+	build agent "$agent_img" "$repo/container/agent.Dockerfile" "$repo" \
+		"BUILD_BASE=$base" "RUNTIME_BASE=$base"
+	build plugin "$plugin_img" "$repo/container/plugin.Dockerfile" "$repo" "BUILD_BASE=$base"
+	mkdir -p "$tmp/train-ctx"
+	cp "$driver" "$tmp/train-ctx/harp-net-driver"
+	build train "$train_img" "$here/train.Dockerfile" "$tmp/train-ctx" "BASE=$base" \
+		"PLUGIN=$plugin_img"
+	remove_layers
+	[[ $step == all ]] || remove_images=0
+}
+
+case $step in
+remove)
+	echo "container: removing $agent_img, $plugin_img and $train_img"
+	exit 0
+	;;
+build)
+	build_images
+	exit 0
+	;;
+test)
+	for img in "$agent_img" "$plugin_img" "$train_img"; do
+		"${pm[@]}" image exists "$img" ||
+			{ echo "container: FAIL no image $img: run --step build --images $tag first"; exit 1; }
+	done
+	;;
+all) build_images ;;
+esac
 
 # ---- nodes ----------------------------------------------------------------------------------------
 
