@@ -9,7 +9,7 @@
 #   sanitize.sh --source DIR --build DIR --mode asan|tsan [--step build|test|all]
 #     asan   -fsanitize=address,undefined: the library, the plugin and every tool; of the netns,
 #            fault and plugin labels the tests that each take their own path through the code
-#            (asan_tests below, 58 with the unit tests; valgrind's plugin run stays in the plain
+#            (asan_tests below, 57 with the unit tests; valgrind's plugin run stays in the plain
 #            build: memcheck and ASan cannot share a process; bad_input.sh leaves out its
 #            valgrind cases here)
 #     tsan   -fsanitize=thread: the plugin scenarios where threads meet (NCCL's service thread
@@ -47,8 +47,9 @@ asan)
 	# agent; the plugin's closes and aborts, largest sizes (UBSan on the int sizes of v8),
 	# stripes, the keeper thread, losses, CUDA's lanes and failures; the fault profiles mixed
 	# (all) in both families, with auth, parts and the exit of a lossy run. Left to the plain
-	# build, as another test here runs their code: plugin_v8 to _v12 (the tables: plugin_limits
-	# and plugin_threads drive v8 and v12), plugin_mtu9000 and netns_xfer_mtu9000 (chains:
+	# build, as another test here runs their code: plugin_v8 to _v12 (the tables:
+	# plugin_close_order drives all five, plugin_limits v8's sizes), plugin_threads (the keeper
+	# thread: plugin_idle_peer_lossy; the threads: the ThreadSanitizer build), plugin_mtu9000 and netns_xfer_mtu9000 (chains:
 	# netns_xfer6_mtu9000), plugin_stripes, _stripes_lossy, _cuda_stripes and
 	# _ipv6_stripes_mtu9000 (plugin_stripes_hop_dup2 and the stripe kill and accept cases),
 	# plugin_lossy (the other lossy plugin runs), plugin_queues2_devices2 and
@@ -74,7 +75,7 @@ asan)
 		netns_bad_input netns_bad_input6 netns_xdp_gone netns_peer_death
 		netns_queue_share netns_queue_busy netns_confined netns_agent
 		plugin_close_order plugin_limits plugin_stripes_hop_dup2
-		plugin_threads plugin_close_order_lossy plugin_idle_peer_lossy
+		plugin_close_order_lossy plugin_idle_peer_lossy
 		plugin_stripe_kill_s2 plugin_stripe_accept_stall plugin_stripe_accept_die
 		plugin_cuda plugin_cuda_lanes_fallback plugin_cuda_copy_fail plugin_cuda_mixed
 		fault_xfer6_all fault_xfer_all_paced fault_xfer_dup2_auth
