@@ -1301,7 +1301,7 @@ int main(int argc, char **argv)
 	pfds = calloc((size_t)A.max_clients + 1, sizeof(*pfds));
 	if (!A.clients || !pfds) {
 		say("out of memory");
-		return 1;
+		goto fail;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -1312,15 +1312,15 @@ int main(int argc, char **argv)
 		(void)setrlimit(RLIMIT_NOFILE, &nofile);
 	}
 	if (pidns_choose()) {
-		return 1;
+		goto fail;
 	}
 	if (releaser_start()) {
 		say("cannot start the thread that releases passed descriptors");
-		return 1;
+		goto fail;
 	}
 	lfd = listen_at(A.socket_path);
 	if (lfd < 0) {
-		return 1;
+		goto fail;
 	}
 	say("serving %s for the pins under %s (protocol version %d)", A.socket_path, A.pin_root,
 	    HARP_AGENT_VERSION);
@@ -1364,4 +1364,8 @@ int main(int argc, char **argv)
 	free(pfds);
 	free(A.clients);
 	return 0;
+fail:
+	free(pfds);
+	free(A.clients);
+	return 1;
 }
