@@ -1261,7 +1261,7 @@ int main(int argc, char **argv)
 	struct pollfd *pfds;
 	char *end;
 	long long v;
-	int opt, lfd, i, n;
+	int opt, lfd, i, n, rc = 1;
 
 	A.allowed[A.nallowed++] = 0;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -1301,7 +1301,7 @@ int main(int argc, char **argv)
 	pfds = calloc((size_t)A.max_clients + 1, sizeof(*pfds));
 	if (!A.clients || !pfds) {
 		say("out of memory");
-		goto fail;
+		goto out;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -1312,15 +1312,15 @@ int main(int argc, char **argv)
 		(void)setrlimit(RLIMIT_NOFILE, &nofile);
 	}
 	if (pidns_choose()) {
-		goto fail;
+		goto out;
 	}
 	if (releaser_start()) {
 		say("cannot start the thread that releases passed descriptors");
-		goto fail;
+		goto out;
 	}
 	lfd = listen_at(A.socket_path);
 	if (lfd < 0) {
-		goto fail;
+		goto out;
 	}
 	say("serving %s for the pins under %s (protocol version %d)", A.socket_path, A.pin_root,
 	    HARP_AGENT_VERSION);
@@ -1361,11 +1361,9 @@ int main(int argc, char **argv)
 	close(lfd);
 	unlink(A.socket_path);
 	say("stopped");
+	rc = 0;
+out:
 	free(pfds);
 	free(A.clients);
-	return 0;
-fail:
-	free(pfds);
-	free(A.clients);
-	return 1;
+	return rc;
 }

@@ -56,7 +56,7 @@
 #define PATTERN_SLACK 4096
 #define WINDOW_MAX 16
 #define CANARY 0xa5 /* fills a receive buffer whose message must be refused */
-#define DRAIN_S 10  /* --duration: how long what is out may take to complete */
+#define DRAIN_S 10    /* --duration: how long what is out may take to complete */
 #define DRAIN_MIN_S 3 /* ... and how long we wait for the peer to stop posting as we did */
 
 struct opts {
