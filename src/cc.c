@@ -69,13 +69,22 @@ void rtt_sample(struct rtt_est *r, uint32_t sample_us)
 			r->min_rtt_us = sample_us;
 		}
 	}
-	r->rto_us = cc_clamp_u32((uint64_t)r->srtt_us + 4ull * r->rttvar_us, r->rto_min_us,
-				 r->rto_max_us);
+	rtt_rearm(r);
 }
 
 void rtt_backoff(struct rtt_est *r)
 {
 	r->rto_us = cc_clamp_u32(2ull * r->rto_us, r->rto_min_us, r->rto_max_us);
+}
+
+/* The timeout the measured round trip gives, any backoff undone (before a first sample, the
+ * timeout stays as it is). */
+void rtt_rearm(struct rtt_est *r)
+{
+	if (r->have_sample) {
+		r->rto_us = cc_clamp_u32((uint64_t)r->srtt_us + 4ull * r->rttvar_us, r->rto_min_us,
+					 r->rto_max_us);
+	}
 }
 
 /* The floor: min_segs packets of today's size, never above the ceiling. */

@@ -303,10 +303,22 @@ static bool rescue_ack_due(const struct harp_conn *c, uint64_t now, uint64_t pee
 	       now - c->last_ack_ns <= peer_timeout_ns + peer_timeout_ns / 2;
 }
 
-void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
+/* Every packet not yet acknowledged queued to go again. */
+static void resend_unacked(struct harp_conn *c)
 {
 	uint32_t psn;
 
+	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
+		struct tx_rec *rec = rec_of(c, psn);
+
+		if (!rec->acked) {
+			queue_rtx(c, rec, psn);
+		}
+	}
+}
+
+void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
+{
 	paths_retire_dead(c, now);
 	if (c->snd_una == c->snd_nxt) {
 		c->rto_base_ns = now;
@@ -326,15 +338,30 @@ void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns)
 	/* Timeout: everything unacknowledged goes again, from a collapsed window. */
 	c->stats.timeouts++;
 	pmtu_suspect(c);
-	for (psn = c->snd_una; psn_before(psn, c->snd_nxt); psn++) {
-		struct tx_rec *rec = rec_of(c, psn);
-
-		if (!rec->acked) {
-			queue_rtx(c, rec, psn);
-		}
-	}
+	resend_unacked(c);
 	rtt_backoff(&c->rtt);
 	c->rto_base_ns = now;
 	c->rto_streak++;
 	paths_on_timeout(c, now);
+}
+
+/*
+ * The engine bound its queue again (a zero-copy stall's fall back to copy mode, or zero copy
+ * again after it): whatever its old rings held is lost, and so is what arrived while no socket
+ * was bound. The peer usually rebinds within moments too (the stall that moved us moved it), and
+ * by then our timeouts may have backed off to CONN_RTO_MAX_US, leaving only a try or two before
+ * the peer timeout: a retransmission round lost in the gap would cost the connection. So what is
+ * unacknowledged goes again now, and the timer starts again from the measured round trip, not
+ * the backed-off one, so that a round lost in the peer's own gap is tried again a round trip
+ * later. The ack we owe goes at once too: ours to the peer were on the old rings as well.
+ */
+void conn_on_rebind(struct harp_conn *c, uint64_t now)
+{
+	if (c->snd_una != c->snd_nxt) {
+		resend_unacked(c);
+		rtt_rearm(&c->rtt);
+		c->rto_base_ns = now;
+	}
+	c->ack_due = c->ack_now = true;
+	c->ack_due_ns = now;
 }

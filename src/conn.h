@@ -344,6 +344,8 @@ uint64_t conn_waited_ns(const struct harp_conn *c, uint64_t now);
 /* Timers: retransmission timeout, dead peer (pinged while requests wait and nothing is in
  * flight). */
 void conn_on_timer(struct harp_conn *c, uint64_t now, uint64_t peer_timeout_ns);
+/* The engine's queue was bound again: what is unacked goes again now, the timer rearmed. */
+void conn_on_rebind(struct harp_conn *c, uint64_t now);
 /* Does a pending request read or write [addr, addr+len)? */
 bool conn_uses_region(const struct harp_conn *c, const void *addr, size_t len);
 /* Fails every pending request with err and stops the connection. */

@@ -1295,6 +1295,20 @@ static void fail_all(struct harp_engine *e)
 	}
 }
 
+/* What the old rings held is lost: each connection sends its unacked packets and its ack again. */
+static void resend_after_rebind(struct harp_engine *e, uint64_t now)
+{
+	struct harp_conn *c;
+
+	for (c = e->conns; c; c = c->links.next_active) {
+		if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
+			conn_on_rebind(c, now);
+			tx_list_add(e, c);
+			ack_list_add(e, c);
+		}
+	}
+}
+
 /*
  * Binds this engine's queue again, in copy mode (zero_copy false) or as at first (HARP_BIND_MODE
  * auto: zero copy, else copy): a new socket and UMEM, entered in the XSKMAP in place of the old.
@@ -1323,6 +1337,9 @@ static void rebind(struct harp_engine *e, bool zero_copy, uint64_t now)
 	}
 	e->rx_last_ns = now;
 	e->zc_opened_ns = now;
+	if (!err) {
+		resend_after_rebind(e, now);
+	}
 	if (!err && zero_copy && !e->port.zerocopy) {
 		pr_warn("engine %d: %s queue %d would not bind zero copy again: copy mode for good",
 			e->queue, e->env.ifname, e->queue);

@@ -198,6 +198,7 @@ void rtt_init(struct rtt_est *r, uint32_t rto_init_us, uint32_t rto_min_us, uint
 void rtt_sample(struct rtt_est *r, uint32_t sample_us);
 /* After a retransmission timeout: double the RTO, up to rto_max_us. */
 void rtt_backoff(struct rtt_est *r);
+void rtt_rearm(struct rtt_est *r);
 
 /*
  * Window-based congestion control in bytes: slow start, additive increase (one mss per window),
