@@ -122,6 +122,7 @@ static struct {
 	bool diag_said; /* said once that this kernel cannot tell where a socket is bound */
 	struct log_limit log_refused, log_dropped, log_bad;
 	int release_pipe; /* descriptors clients passed go here, closed by the releasing thread */
+	pthread_t releaser; /* that thread, joined before the agent exits */
 	volatile sig_atomic_t stop;
 } A = { .socket_path = "/run/harp/agent.sock", .pin_root = "/sys/fs/bpf/harp",
 	.max_clients = 256, .max_per_uid = 64, .release_pipe = -1 };
@@ -705,9 +706,21 @@ static int releaser_start(void)
 		close(p[1]);
 		return -err;
 	}
-	pthread_detach(t);
+	A.releaser = t;
 	A.release_pipe = p[1];
 	return 0;
+}
+
+/* The releasing thread ends once it has closed what is queued (the pipe's end of file) and is
+ * joined: nothing runs beside the exit (a sanitizer's leak check stops every thread first). */
+static void releaser_stop(void)
+{
+	if (A.release_pipe < 0) {
+		return;
+	}
+	close(A.release_pipe);
+	A.release_pipe = -1;
+	pthread_join(A.releaser, NULL);
 }
 
 /* SCM_MAX_FD: the most one message carries. Room for them all, so that the kernel never drops
@@ -1363,6 +1376,7 @@ int main(int argc, char **argv)
 	say("stopped");
 	rc = 0;
 out:
+	releaser_stop();
 	free(pfds);
 	free(A.clients);
 	return rc;

@@ -26,7 +26,8 @@
  * --churn N opens and closes N more connections, one after another, beside the transfer: each
  * carries one verified 64-byte message each way and is closed, on the same engines as the rest.
  * The transfer goes round its sizes (as with --duration) until the N have come and gone, then
- * drains for DRAIN_S seconds whatever is out (a test reads the process's standing meanwhile).
+ * drains as --duration does, CHURN_DRAIN_S seconds at least (a test reads the process's standing
+ * meanwhile).
  * What churn does to the process's standing (its node agent, its queues) shows in the
  * transfer going on untouched.
  *
@@ -58,6 +59,7 @@
 #define CANARY 0xa5 /* fills a receive buffer whose message must be refused */
 #define DRAIN_S 10    /* --duration: how long what is out may take to complete */
 #define DRAIN_MIN_S 3 /* ... and how long we wait for the peer to stop posting as we did */
+#define CHURN_DRAIN_S 5 /* --churn: the drain's least time (a test reads our standing then) */
 
 struct opts {
 	bool server;
@@ -651,8 +653,9 @@ static int transfer(struct run *r, double deadline)
 		    !r->stopping) {
 			r->stopping = true;
 			deadline = now + DRAIN_S;
-			/* --churn's drain lasts its time: the holders' map is read meanwhile */
-			min_end = r->o.churn ? deadline : now + DRAIN_MIN_S;
+			/* --churn's drain lasts CHURN_DRAIN_S at least: the holders' map is read
+			 * meanwhile */
+			min_end = now + (r->o.churn ? CHURN_DRAIN_S : DRAIN_MIN_S);
 		}
 		err = step_churn(r);
 		if (err) {

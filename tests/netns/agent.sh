@@ -4,7 +4,7 @@
 # The node agent (harp-agent) as the DaemonSet runs it, `harp-attach run` on each node (namespace),
 # with its clients confined as pods under the runtimes' default seccomp profile are (no-bpf: every
 # bpf() fails):
-#   churn        both ends open and close 1,000 connections each (every close sends the agent a
+#   churn        both ends open and close 500 connections each (every close sends the agent a
 #                FORGET) beside a transfer through the agents that runs until they are done:
 #                the transfer completes verified, no end is dropped by its agent, the holders'
 #                map still names each end on its queues, and no packet found its queue without
@@ -120,18 +120,18 @@ read -r -a in_a <<<"$(xfer_env a)"
 
 # churn: first, so that the program's counters start from nothing.
 spawn_bounded 240 "${in_b[@]}" "$xfer" server --ifname "$if_b" --handle-file "$tmp/handle" \
-	--queues 2 --conns 2 --sizes 4K,256K --bidir --churn 1000 --timeout 200 >"$tmp/churn-server.out" \
+	--queues 2 --conns 2 --sizes 4K,256K --bidir --churn 500 --timeout 200 >"$tmp/churn-server.out" \
 	2>"$tmp/churn-server.err"
 srv=$spawned_pid
 pids+=("$srv")
 spawn_bounded 240 "${in_a[@]}" "$xfer" client --ifname "$if_a" --handle-file "$tmp/handle" \
-	--queues 2 --conns 2 --sizes 4K,256K --bidir --churn 1000 --timeout 200 >"$tmp/churn-client.out" \
+	--queues 2 --conns 2 --sizes 4K,256K --bidir --churn 500 --timeout 200 >"$tmp/churn-client.out" \
 	2>"$tmp/churn-client.err"
 cli=$spawned_pid
 pids+=("$cli")
-# while both still run (they drain for 10 s after the last churned connection): the holders'
-# map of each node names its end on both queues
-wait_until 1800 grep -q 'churned 1000 connections' "$tmp/churn-server.err" || true
+# while both still run (they drain for 5 s at least after the last churned connection): the
+# holders' map of each node names its end on both queues
+wait_until 1800 grep -q 'churned 500 connections' "$tmp/churn-server.err" || true
 for side in a:"$if_a":"$cli" b:"$if_b":"$srv"; do
 	IFS=: read -r s ifn p <<<"$side"
 	holders=$(bpftool -j map dump pinned "$pins/$ifn/queue_owners" 2>/dev/null |
@@ -152,9 +152,9 @@ wait "$cli" || rc_c=$?
 echo "agent: case=churn server_rc=$rc_s client_rc=$rc_c $(grep -h '^churned=\|^verified_bytes=\|^xdp_no_socket=' "$tmp/churn-server.out" "$tmp/churn-client.out" | tr '\n' ' ')"
 for end in server client; do
 	out=$tmp/churn-$end.out
-	if ! grep -q '^result=ok' "$out" || ! grep -q '^churned=1000$' "$out" ||
+	if ! grep -q '^result=ok' "$out" || ! grep -q '^churned=500$' "$out" ||
 		! grep -q '^xdp_no_socket=0$' "$out" || grep -q '^verified_bytes=0$' "$out"; then
-		report "churn: the $end did not finish its 1,000 connections and its transfer untouched"
+		report "churn: the $end did not finish its 500 connections and its transfer untouched"
 		grep -v INFO "$tmp/churn-$end.err" | tail -n 6 | sed 's/^/    | /'
 	fi
 done
