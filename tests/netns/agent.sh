@@ -753,7 +753,15 @@ for side in a b; do
 		ps -e -o pid=,ppid=,stat=,wchan:24=,etime=,args= | awk -v top="${run_pid[$side]}" '
 			{ line[$1] = $0; parent[$1] = $2 }
 			END { for (p in line) { for (q = p; q in parent && q != top; q = parent[q]) {}
-				if (q == top) print "    ps | " line[p] } }'
+				if (q == top) print "    ps | " line[p] } }' | tee "$tmp/stuck.ps"
+		# each thread of each: its state, who traces it, its signals, its kernel stack
+		awk '{ print $3 }' "$tmp/stuck.ps" | while read -r p; do
+			for task in /proc/"$p"/task/*; do
+				echo "    task ${task#/proc/} $(grep -h '^State\|^TracerPid\|^SigPnd\|^ShdPnd\|^SigBlk\|^SigCgt' \
+					"$task/status" 2>/dev/null | tr -s '\t\n' '  ')"
+				sed 's/^/        | /' "$task/stack" 2>/dev/null | head -n 8
+			done
+		done
 	fi
 	rc=0
 	wait "${run_pid[$side]}" || rc=$?
