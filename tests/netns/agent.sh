@@ -91,10 +91,14 @@ report() {
 topo_pair 1500 2 || exit
 
 # harp-attach run per node (namespace), one after the other as nodes boot, each with its own
-# profile and agent socket; nsenter keeps the host's /sys/fs/bpf. run's pid is timeout's, which
-# passes SIGTERM on, and from then on gives run --kill-after to stop its agent and take harp down:
-# 30 s, the kubelet's default grace (5 s, as spawn_bounded gives, cut down an ASan build's run
-# before it had detached XDP).
+# profile and agent socket; nsenter keeps the host's /sys/fs/bpf. run_pid is timeout's, the
+# bound on the whole run; the stop case sends SIGTERM to run itself (timeout's child), as the
+# kubelet sends it to a container's first process. Sent to timeout, it would reach run's whole
+# process group and be followed by a SIGCONT to the group, which cancels the SIGSTOP that an
+# ASan agent's exit-time leak check (LeakSanitizer's ptrace of its threads) may have just sent:
+# that check then waits forever (1 ASan run in 10-15 hung so). --kill-after 30 s is the
+# kubelet's default grace (5 s, as spawn_bounded gives, cut down an ASan build's run before it
+# had detached XDP).
 declare -A run_pid=()
 for side in a b; do
 	ns_var=ns_$side if_var=if_$side
@@ -742,7 +746,9 @@ fi
 # stop: SIGTERM to run (as the kubelet sends) stops the agent and takes harp down.
 for side in a b; do
 	ns_var=ns_$side if_var=if_$side
-	kill -TERM "${run_pid[$side]}"
+	run_self=$(pgrep -P "${run_pid[$side]}") # nsenter ran harp-attach in its place
+	[[ -n $run_self ]] || report "stop: no harp-attach under timeout (pid ${run_pid[$side]}) on $side"
+	kill -TERM "${run_self:-${run_pid[$side]}}"
 	# should it still run after 20 s (timeout kills it at 30), what its processes wait in
 	for ((t = 0; t < 200; t++)); do
 		kill -0 "${run_pid[$side]}" 2>/dev/null || break
