@@ -712,7 +712,7 @@ static int releaser_start(void)
 }
 
 /* The releasing thread ends once it has closed what is queued (the pipe's end of file) and is
- * joined: nothing runs beside the exit (a sanitizer's leak check stops every thread first). */
+ * joined: no thread of ours is left running when the agent exits. */
 static void releaser_stop(void)
 {
 	if (A.release_pipe < 0) {

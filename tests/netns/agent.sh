@@ -746,7 +746,7 @@ fi
 # stop: SIGTERM to run (as the kubelet sends) stops the agent and takes harp down.
 for side in a b; do
 	ns_var=ns_$side if_var=if_$side
-	run_self=$(pgrep -P "${run_pid[$side]}") # nsenter ran harp-attach in its place
+	run_self=$(pgrep -P "${run_pid[$side]}" || true) # nsenter ran harp-attach in its place
 	[[ -n $run_self ]] || report "stop: no harp-attach under timeout (pid ${run_pid[$side]}) on $side"
 	kill -TERM "${run_self:-${run_pid[$side]}}"
 	# should it still run after 20 s (timeout kills it at 30), what its processes wait in
