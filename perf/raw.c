@@ -802,7 +802,7 @@ static void raw_tx_reclaim(struct raw_queue *rq)
 
 static int raw_tx_kick(struct raw_run *r, struct raw_queue *rq)
 {
-	int err = xsk_port_kick(&rq->port);
+	int err = xsk_port_kick(&rq->port, now_ns());
 
 	if (err) {
 		raw_err("TX wake-up (sendto) on %s queue %d failed: %s", r->ifi.name, rq->index,
@@ -1006,7 +1006,7 @@ static bool raw_rx_check(struct raw_run *r, struct raw_queue *rq, const struct w
 	uint64_t seq;
 
 	err = pk->n == 1 ? wire_parse(pk->at[0], pk->len[0], &pkt) :
-			   wire_parse_pieces(pk, &pkt, &join);
+			   wire_parse_pieces(pk, &pkt, &join, false);
 	if (join) { /* raw sends only DATA: a chain that does not parse in place is bad */
 		err = WIRE_ERR_LEN;
 	}

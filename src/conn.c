@@ -178,6 +178,11 @@ void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now)
 	deliver_packet(c, p, now);
 }
 
+uint8_t *conn_place_at(struct harp_conn *c, const struct wire_pkt *p)
+{
+	return deliver_place_at(c, p);
+}
+
 /*
  * The peer closed (CHAN_CLOSE with its rcv_nxt). That value is a bound, never an ack: a send
  * completes on ACK frames alone, so whoever writes into the control connection can end this

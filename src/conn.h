@@ -76,6 +76,9 @@ struct harp_req {
 			uint64_t cap[HARP_RECV_MAX_BUFS];
 			uint32_t tag[HARP_RECV_MAX_BUFS];
 			uint64_t got[HARP_RECV_MAX_BUFS];     /* payload bytes placed */
+			/* the end of the furthest bytes a packet whose checksum held placed: past
+			 * it, no byte counts yet (deliver_place_at) */
+			uint64_t placed_end[HARP_RECV_MAX_BUFS];
 			uint64_t msg_len[HARP_RECV_MAX_BUFS]; /* UINT64_MAX until known */
 			uint32_t done_mask;
 			int cts_queued; /* CTS packets given a psn */
@@ -336,6 +339,11 @@ void conn_free(struct harp_conn *c);
 void conn_start(struct harp_conn *c, uint64_t now);
 /* A checked packet for this connection arrived. */
 void conn_on_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
+/*
+ * Where a bulk DATA frame's body may be copied while its checksum is still being checked
+ * (deliver_place_at says when), or NULL. Reads only: the frame is not known good yet.
+ */
+uint8_t *conn_place_at(struct harp_conn *c, const struct wire_pkt *p);
 /* Takes a posted request from the data thread. Returns false if it must wait (slot busy). */
 bool conn_take_request(struct harp_conn *c, struct harp_req *r);
 /* How long c has waited on its peer: since the last new ack while packets are in flight, since

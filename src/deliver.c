@@ -83,6 +83,7 @@ static int unsol_place(struct harp_conn *c, struct harp_req *r, uint32_t ssn, ui
 			memcpy(r->recv.bufs[i], data, len);
 		}
 		r->recv.got[i] = len;
+		r->recv.placed_end[i] = len;
 		c->stats.rx_bytes += len;
 		c->stats.msgs_received++;
 	}
@@ -176,8 +177,11 @@ static int deliver_data(struct harp_conn *c, const struct wire_pkt *p)
 		if (err) {
 			return err;
 		}
-	} else if (h->len) {
+	} else if (h->len && !p->placed) {
 		wire_body_copy(r->recv.bufs[i] + h->offset, p);
+	}
+	if (h->offset + h->len > r->recv.placed_end[i]) {
+		r->recv.placed_end[i] = h->offset + h->len;
 	}
 	r->recv.got[i] += h->len;
 	c->stats.rx_bytes += h->len;
@@ -309,6 +313,30 @@ static int deliver_cts(struct harp_conn *c, const struct harp_hdr *h)
 		atomic_store_explicit(&g->ready, 1ull << 32 | g->rsn, memory_order_release);
 	}
 	return bind_unsol(c);
+}
+
+uint8_t *deliver_place_at(struct harp_conn *c, const struct wire_pkt *p)
+{
+	const struct harp_hdr *h = &p->h;
+	const struct harp_req *r = c->recv_slots[h->rsn & (CONN_RECV_SLOTS - 1)];
+	uint8_t i = h->buf_idx;
+
+	if (h->type != HARP_PKT_DATA || (h->flags & (HARP_DATA_F_UNSOL | HARP_DATA_F_SEG)) ||
+	    !h->len || c->lingering || c->auth) {
+		return NULL; /* parts and MACs: checked first, as any frame */
+	}
+	if (psn_before(h->psn, c->rcv_nxt) || (uint32_t)(h->psn - c->rcv_nxt) >= CONN_TXQ ||
+	    rcv_bit(c, h->psn) || pmtu_has_parts(c, h->psn)) {
+		return NULL; /* taken already, or beyond the window */
+	}
+	if (!r || r->recv.rsn != h->rsn || i >= r->recv.nbufs ||
+	    ((r->recv.done_mask | r->recv.device_mask) & (1u << i)) ||
+	    h->msg_len > r->recv.cap[i] ||
+	    (r->recv.msg_len[i] != UINT64_MAX && r->recv.msg_len[i] != h->msg_len) ||
+	    h->offset < r->recv.placed_end[i]) {
+		return NULL;
+	}
+	return r->recv.bufs[i] + h->offset;
 }
 
 static int deliver(struct harp_conn *c, const struct wire_pkt *p)

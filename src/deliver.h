@@ -9,6 +9,15 @@
 
 #include "conn.h"
 
+/*
+ * Where p's body may be copied before its checksum is known to hold: a DATA record c would take
+ * (new, for a buffer of a receive it offered, in host memory, not done) whose bytes all lie past
+ * every byte a verified packet placed in that buffer (placed_end). Bytes copied there by a frame
+ * whose sum then fails count for nothing, and the packet sent again overwrites them; no byte
+ * received or delivered can change, whatever the failed frame's header said. NULL: anywhere
+ * else (the caller checks the sum before the copy).
+ */
+uint8_t *deliver_place_at(struct harp_conn *c, const struct wire_pkt *p);
 /* A reliable packet for c, which takes them (not lingering). */
 void deliver_packet(struct harp_conn *c, const struct wire_pkt *p, uint64_t now);
 /* A reliable packet for c, closed by its user and lingering (answering): nothing is delivered,

@@ -424,7 +424,10 @@ static void ack_list_add(struct harp_engine *e, struct harp_conn *c)
 	}
 }
 
-/* A packet in one piece, or in several (pk); a frame that is not bulk DATA is joined first. */
+/*
+ * A packet in one piece, or in several (pk); a frame that is not bulk DATA is joined first. A
+ * bulk DATA frame's body is left out of its checksum (p->sum_due): rx_settle adds it.
+ */
 static enum wire_err rx_parse(struct harp_engine *e, const uint8_t *frame, uint32_t len,
 			      const struct wire_pieces *pk, struct wire_pkt *p)
 {
@@ -433,9 +436,9 @@ static enum wire_err rx_parse(struct harp_engine *e, const uint8_t *frame, uint3
 	uint32_t i;
 
 	if (!pk) {
-		return wire_parse(frame, len, p);
+		return wire_parse_defer(frame, len, p);
 	}
-	err = wire_parse_pieces(pk, p, &join);
+	err = wire_parse_pieces(pk, p, &join, true);
 	if (join) { /* its pieces copied together, parsed whole */
 		for (i = 0, len = 0; i < pk->n; len += pk->len[i], i++) {
 			memcpy(e->rx_joined + len, pk->at[i], pk->len[i]);
@@ -445,8 +448,8 @@ static enum wire_err rx_parse(struct harp_engine *e, const uint8_t *frame, uint3
 	return err;
 }
 
-/* The ready connection a packet is for, or NULL when none here is (counted). */
-static struct harp_conn *rx_conn(struct harp_engine *e, const struct wire_pkt *p)
+/* The ready connection a packet is for, or NULL when none here is. */
+static struct harp_conn *rx_conn_find(struct harp_engine *e, const struct wire_pkt *p)
 {
 	struct harp_conn *c = e->by_slot[p->h.conn_id & (HARP_MAX_CONNS - 1)];
 
@@ -458,6 +461,12 @@ static struct harp_conn *rx_conn(struct harp_engine *e, const struct wire_pkt *p
 	    atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_READY) {
 		return c;
 	}
+	return NULL;
+}
+
+/* A packet no connection here takes, counted by what it was. */
+static void rx_no_conn(struct harp_engine *e, const struct wire_pkt *p)
+{
 	if (p->h.type == HARP_PKT_PROBE) {
 		/* a port pair that hashes to this queue, not the connection's: the prober hears
 		 * nothing of it and does not use it */
@@ -465,7 +474,36 @@ static struct harp_conn *rx_conn(struct harp_engine *e, const struct wire_pkt *p
 	} else {
 		e->stats.rx_unknown_conn++;
 	}
-	return NULL;
+}
+
+/*
+ * A frame whose body's part of the checksum is still due gets it added, before anything of the
+ * frame is used; false when the sum fails (counted). Where its body may go straight into place
+ * (conn_place_at: a hole in the receive that no verified packet has written), the sum rides
+ * along that copy (p->placed); a frame that fails it leaves bytes there that count for nothing
+ * and that the packet sent again overwrites. Anywhere else it is summed where it lies first.
+ */
+static bool rx_settle(struct harp_engine *e, struct harp_conn *c, struct wire_pkt *p)
+{
+	uint8_t *dst;
+	bool ok;
+
+	p->placed = false;
+	if (!p->sum_due) {
+		return true;
+	}
+	dst = c ? conn_place_at(c, p) : NULL;
+	if (dst) {
+		ok = wire_body_copy_check(dst, p);
+		p->placed = ok;
+		e->stats.rx_placed += ok;
+	} else {
+		ok = wire_body_check(p);
+	}
+	if (!ok) {
+		e->stats.rx_bad++;
+	}
+	return ok;
 }
 
 /*
@@ -564,8 +602,18 @@ static void rx_one(struct harp_engine *e, const uint8_t *frame, uint32_t len,
 		e->stats.rx_steer++; /* its work was done on the way, in the peer's host */
 		return;
 	}
-	c = rx_conn(e, &p);
-	if (!c || fault_deaf(e, c) || !rx_auth_ok(e, c, &p)) {
+	c = rx_conn_find(e, &p);
+	if (c && fault_deaf(e, c)) {
+		return;
+	}
+	if (!rx_settle(e, c, &p)) {
+		return;
+	}
+	if (!c) {
+		rx_no_conn(e, &p);
+		return;
+	}
+	if (!rx_auth_ok(e, c, &p)) {
 		return;
 	}
 	if (p.h.type == HARP_PKT_PROBE) {
@@ -665,6 +713,9 @@ struct tx_batch {
 	uint16_t src_port, dst_port;
 	bool alone;		 /* a PROBE or STEER: the XDP program reads only a frame's first header */
 	bool device;		 /* a copy from device memory fills part of the open frame */
+	bool summed;		 /* sum holds the sum of the open frame's records (no MAC, no
+				  * device copy): sealing need not read them again */
+	uint32_t sum;
 	bool corrupt;		 /* HARP_FAULT_ZC_TX_CORRUPT_MS: frames leave with a bad IP checksum */
 };
 
@@ -688,9 +739,13 @@ static bool tx_room(struct harp_engine *e, const struct tx_batch *b)
 	       xsk_port_txpool(p)->free;
 }
 
-/* A frame's headers and checksums (or MAC) written over its records; returns its length. */
+/*
+ * A frame's headers and checksums (or MAC) written over its records, from the sum of the records
+ * when records_sum gives it; returns its length.
+ */
 static uint32_t frame_seal(struct harp_conn *c, uint8_t *frame, uint32_t records_len,
-			   uint16_t src_port, uint16_t dst_port, uint16_t ip_id, bool corrupt)
+			   uint16_t src_port, uint16_t dst_port, uint16_t ip_id, bool corrupt,
+			   const uint32_t *records_sum)
 {
 	struct wire_path path = c->path;
 	uint32_t len;
@@ -706,6 +761,8 @@ static uint32_t frame_seal(struct harp_conn *c, uint8_t *frame, uint32_t records
 		memcpy(records + offsetof(struct harp_hdr, trailer), &trailer, sizeof(trailer));
 		auth_seal(c->auth, src_port, dst_port, records, records_len);
 		len = wire_seal(frame, &path, records_len + HARP_AUTH_TRAILER, ip_id, false);
+	} else if (records_sum) {
+		len = wire_seal_summed(frame, &path, records_len, ip_id, *records_sum);
 	} else {
 		len = wire_seal(frame, &path, records_len, ip_id, true);
 	}
@@ -738,7 +795,7 @@ static void tx_seal(struct harp_engine *e, struct tx_batch *b)
 				       (c->auth ? HARP_AUTH_TRAILER : 0));
 	} else {
 		tx_chain(e, b, frame_seal(c, b->frame, b->records, b->src_port, b->dst_port, ip_id,
-					  b->corrupt));
+					  b->corrupt, b->summed ? &b->sum : NULL));
 	}
 	b->open = NULL;
 	b->device = false;
@@ -761,7 +818,7 @@ static void tx_seal_device(struct harp_engine *e, const struct tx_batch *b)
 		const struct engine_unsealed *u = &e->dev.unsealed[i];
 
 		(void)frame_seal(u->conn, u->frame, u->records, u->src_port, u->dst_port, u->ip_id,
-				 b->corrupt || failed);
+				 b->corrupt || failed, NULL);
 	}
 	e->dev.nunsealed = 0;
 }
@@ -775,6 +832,7 @@ static bool tx_copy_out(struct harp_engine *e, struct tx_batch *b, uint8_t *dst,
 	}
 	e->dev.out[e->dev.nout++] = (struct harp_copy){ .dst = dst, .src = src, .len = n };
 	b->device = true;
+	b->summed = false;
 	return true;
 }
 
@@ -808,18 +866,27 @@ static bool tx_put(struct harp_engine *e, struct tx_batch *b, struct harp_conn *
 		b->src_port = tx->src_port;
 		b->dst_port = tx->dst_port;
 		b->alone = wire_alone(tx->h.type);
+		b->summed = !c->auth; /* a MAC covers the trailer too, and is written at the seal */
+		b->sum = 0;
 		record = b->frame + wire_records_at(c->path.ip6);
 		e->stats.tx_packets++;
 	}
+	/* the checksum's sum rides along the writes: one pass over the payload, not two */
 	wire_put_record(record, &tx->h);
-	if (tx->h.type == HARP_PKT_ACK) {
-		memcpy(record + HARP_HDR_LEN, tx->sack, body);
-	} else if (body && tx->device) {
+	if (b->summed) {
+		b->sum += wire_sum(record, HARP_HDR_LEN, b->records);
+	}
+	if (body && tx->device && tx->h.type != HARP_PKT_ACK) {
 		if (!tx_copy_out(e, b, record + HARP_HDR_LEN, tx->payload, body)) {
 			return false; /* the device failed: the engine's connections fail */
 		}
+	} else if (body && b->summed) {
+		b->sum += wire_copy_sum(record + HARP_HDR_LEN,
+					tx->h.type == HARP_PKT_ACK ? tx->sack : tx->payload, body,
+					b->records + HARP_HDR_LEN);
 	} else if (body) {
-		memcpy(record + HARP_HDR_LEN, tx->payload, body);
+		memcpy(record + HARP_HDR_LEN, tx->h.type == HARP_PKT_ACK ? tx->sack : tx->payload,
+		       body);
 	}
 	b->records += HARP_HDR_LEN + body;
 	return true;
@@ -1532,7 +1599,7 @@ static uint32_t tx_pass(struct harp_engine *e, uint64_t now)
 	} else {
 		e->stats.tx_ring_full++;
 	}
-	err = xsk_port_kick(p);
+	err = xsk_port_kick(p, now);
 	if (err < 0) {
 		kick_failed(e, err, now);
 	}

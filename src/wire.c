@@ -42,6 +42,42 @@ typedef uint32_t csum_vec __attribute__((vector_size(32)));
 #else
 #define CSUM_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
+/* The last len & 63 bytes of a sum, after the vectors: words, then a byte padded with zero. */
+static inline uint64_t csum_tail(uint64_t acc, const uint8_t *p, size_t len)
+{
+	uint32_t w;
+	uint16_t h;
+
+	while (len >= 4) {
+		memcpy(&w, p, 4);
+		acc += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&h, p, 2);
+		acc += h;
+		p += 2;
+		len -= 2;
+	}
+	if (len) {
+		uint8_t last[2] = { p[0], 0 };
+
+		memcpy(&h, last, 2);
+		acc += h;
+	}
+	return acc;
+}
+
+/* acc, the sum in memory (network) order, folded and made a host-order value. */
+static inline uint32_t csum_host(uint64_t acc)
+{
+	while (acc >> 16) {
+		acc = (acc & 0xffff) + (acc >> 16);
+	}
+	return ntohs((uint16_t)acc);
+}
+
 CSUM_CLONES
 static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 {
@@ -49,8 +85,6 @@ static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 	const uint8_t *p = data;
 	size_t rounds = len / 64, run;
 	uint64_t acc = 0;
-	uint32_t w;
-	uint16_t h;
 	int i;
 
 	while (rounds) {
@@ -70,30 +104,43 @@ static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 			acc += a[i];
 		}
 	}
-	len &= 63;
-	while (len >= 4) {
-		memcpy(&w, p, 4);
-		acc += w;
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		memcpy(&h, p, 2);
-		acc += h;
-		p += 2;
-		len -= 2;
-	}
-	if (len) {
-		uint8_t last[2] = { p[0], 0 };
+	return sum + csum_host(csum_tail(acc, p, len & 63));
+}
 
-		memcpy(&h, last, 2);
-		acc += h;
+/*
+ * csum_add(0, src, len), with the bytes copied to dst on the way: one pass over them where a copy
+ * and then a sum made two. The vectors are stored as they are loaded.
+ */
+CSUM_CLONES
+static uint32_t csum_copy(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	const csum_vec low = { 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff };
+	size_t rounds = len / 64, run;
+	uint64_t acc = 0;
+	int i;
+
+	while (rounds) {
+		csum_vec a = { 0 }, b = { 0 }, v, u;
+
+		run = rounds < 16384 ? rounds : 16384;
+		rounds -= run;
+		for (; run; run--) {
+			memcpy(&v, src, 32);
+			memcpy(&u, src + 32, 32);
+			memcpy(dst, &v, 32);
+			memcpy(dst + 32, &u, 32);
+			a += (v & low) + (v >> 16);
+			b += (u & low) + (u >> 16);
+			src += 64;
+			dst += 64;
+		}
+		a += b;
+		for (i = 0; i < 8; i++) {
+			acc += a[i];
+		}
 	}
-	while (acc >> 16) {
-		acc = (acc & 0xffff) + (acc >> 16);
-	}
-	/* acc holds the sum in memory (network) order; turn it into a host-order value */
-	return sum + ntohs((uint16_t)acc);
+	memcpy(dst, src, len & 63);
+	return csum_host(csum_tail(acc, src, len & 63));
 }
 
 static uint16_t csum_fold(uint32_t sum)
@@ -122,6 +169,25 @@ static uint32_t pseudo_sum(const uint8_t *ip, bool ip6, uint16_t udp_len)
 static uint16_t udp_checksum(const uint8_t *ip, bool ip6, const uint8_t *udp, uint16_t udp_len)
 {
 	return csum_fold(csum_add(pseudo_sum(ip, ip6, udp_len), udp, udp_len));
+}
+
+/* A part of a sum whose bytes start at an odd offset: each sits in the other half of its word. */
+static uint32_t sum_at(uint32_t part, uint32_t at)
+{
+	while (part >> 16) {
+		part = (part & 0xffff) + (part >> 16);
+	}
+	return at & 1 ? (part & 0xff) << 8 | part >> 8 : part;
+}
+
+uint32_t wire_sum(const void *data, uint32_t len, uint32_t at)
+{
+	return sum_at(csum_add(0, data, len), at);
+}
+
+uint32_t wire_copy_sum(uint8_t *dst, const void *src, uint32_t len, uint32_t at)
+{
+	return sum_at(csum_copy(dst, src, len), at);
 }
 
 const char *wire_ip_text(const union wire_ip *a, char *buf)
@@ -221,8 +287,9 @@ static void put_ip6(uint8_t *ip, const struct wire_path *path, uint16_t udp_len)
 	memcpy(ip + 24, path->dst_ip.b, 16);
 }
 
-uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
-		   uint16_t ip_id, bool udp_csum)
+/* wire_seal, with the sum of the records' bytes given (records_sum) or not (NULL). */
+static uint32_t seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+		     uint16_t ip_id, bool udp_csum, const uint32_t *records_sum)
 {
 	uint8_t *ip = frame + HARP_ETH_HLEN;
 	uint8_t *udp = ip + wire_ip_hlen(path->ip6);
@@ -243,11 +310,28 @@ uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t record
 	memcpy(udp + 2, &path->dst_port, 2);
 	put16(udp + 4, udp_len);
 	put16(udp + 6, 0); /* 0 means "no checksum" in IPv4 UDP */
-	if (udp_csum) {
+	if (udp_csum && records_sum) {
+		uint32_t sum = pseudo_sum(ip, path->ip6, udp_len) + sum_at(*records_sum, 0);
+
+		csum = csum_fold(csum_add(sum, udp, HARP_UDP_HLEN));
+		put16(udp + 6, csum ? csum : 0xffff);
+	} else if (udp_csum) {
 		csum = udp_checksum(ip, path->ip6, udp, udp_len);
 		put16(udp + 6, csum ? csum : 0xffff);
 	}
 	return (uint32_t)(udp - frame) + udp_len;
+}
+
+uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+		   uint16_t ip_id, bool udp_csum)
+{
+	return seal(frame, path, records_len, ip_id, udp_csum, NULL);
+}
+
+uint32_t wire_seal_summed(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+			  uint16_t ip_id, uint32_t records_sum)
+{
+	return seal(frame, path, records_len, ip_id, true, &records_sum);
 }
 
 uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct harp_hdr *h,
@@ -512,13 +596,40 @@ static void fill_addresses(const uint8_t *frame, const uint8_t *ip, const uint8_
 	memcpy(p->src_mac, frame + 6, 6);
 }
 
-enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
+/*
+ * Whether the UDP payload at udp (udp_len bytes, a checksum to check) is one DATA record of a
+ * solicited message, with no trailer and a body of at least WIRE_DEFER_MIN bytes: what bulk
+ * transfer sends, whose body's part of the checksum can ride along its copy into place. Read from
+ * the bytes as they came: the record is checked after this, and nothing is known good until the
+ * sum holds.
+ */
+static bool sum_deferrable(const uint8_t *udp, uint16_t udp_len)
+{
+	const uint8_t *rec = udp + HARP_UDP_HLEN;
+
+	return udp_len >= HARP_UDP_HLEN + HARP_HDR_LEN + WIRE_DEFER_MIN &&
+	       rec[offsetof(struct harp_hdr, type)] == HARP_PKT_DATA &&
+	       !(get16(rec + offsetof(struct harp_hdr, flags)) & HARP_DATA_F_UNSOL) &&
+	       get16(rec + offsetof(struct harp_hdr, trailer)) == 0 &&
+	       get16(rec + offsetof(struct harp_hdr, len)) + HARP_UDP_HLEN + HARP_HDR_LEN ==
+		       udp_len;
+}
+
+/* The sum of all the UDP checksum covers before a deferred body: pseudo-header, headers. */
+static uint32_t sum_before_body(const uint8_t *ip, bool ip6, const uint8_t *udp, uint16_t udp_len)
+{
+	return csum_add(pseudo_sum(ip, ip6, udp_len), udp, HARP_UDP_HLEN + HARP_HDR_LEN);
+}
+
+static enum wire_err parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p, bool defer)
 {
 	const uint8_t *ip, *udp;
 	uint16_t udp_len, csum, trailer;
 	uint32_t records_len;
 	enum wire_err e;
 
+	p->sum_due = false;
+	p->placed = false;
 	e = check_headers(frame, len, len, &ip, &p->ip6, &udp, &udp_len);
 	if (e != WIRE_OK) {
 		return e;
@@ -527,7 +638,10 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	if (p->ip6 && csum == 0) {
 		return WIRE_ERR_UDP_CSUM; /* IPv6 takes no UDP packet without one (RFC 8200) */
 	}
-	if (csum != 0 && udp_checksum(ip, p->ip6, udp, udp_len) != 0) {
+	if (csum != 0 && defer && sum_deferrable(udp, udp_len)) {
+		p->sum_due = true;
+		p->sum_part = sum_before_body(ip, p->ip6, udp, udp_len);
+	} else if (csum != 0 && udp_checksum(ip, p->ip6, udp, udp_len) != 0) {
 		return WIRE_ERR_UDP_CSUM;
 	}
 	if (udp_len < HARP_UDP_HLEN + HARP_HDR_LEN) {
@@ -558,11 +672,23 @@ enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 	return WIRE_OK;
 }
 
-/* The UDP checksum across the pieces (result as udp_checksum's); false: a piece of odd length. */
-static bool udp_csum_pieces(const struct wire_pieces *w, const uint8_t *ip, bool ip6,
-			    const uint8_t *udp, uint16_t udp_len, uint16_t *out)
+enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
 {
-	uint32_t sum = pseudo_sum(ip, ip6, udp_len), left = udp_len, n, i;
+	return parse(frame, len, p, false);
+}
+
+enum wire_err wire_parse_defer(const uint8_t *frame, uint32_t len, struct wire_pkt *p)
+{
+	return parse(frame, len, p, true);
+}
+
+/*
+ * Whether a sum across the pieces can add each piece's bytes as they lie: every piece the UDP
+ * payload runs across, but the last, of even length from where the payload starts in it.
+ */
+static bool pieces_even(const struct wire_pieces *w, const uint8_t *udp, uint16_t udp_len)
+{
+	uint32_t left = udp_len, n, i;
 
 	for (i = 0; left; i++) {
 		const uint8_t *from = i ? w->at[i] : udp;
@@ -570,20 +696,35 @@ static bool udp_csum_pieces(const struct wire_pieces *w, const uint8_t *ip, bool
 		if (i == w->n) {
 			return false; /* fewer bytes than the headers say: wire_parse says so */
 		}
-
 		n = (uint32_t)(w->at[i] + w->len[i] - from);
 		n = n < left ? n : left;
 		if ((n & 1) && n < left) {
 			return false; /* the next piece's bytes would sit in the other half */
 		}
-		sum = csum_add(sum, from, n);
 		left -= n;
 	}
-	*out = csum_fold(sum);
 	return true;
 }
 
-enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join)
+/* The UDP checksum across the pieces (result as udp_checksum's); they are pieces_even. */
+static uint16_t udp_csum_pieces(const struct wire_pieces *w, const uint8_t *ip, bool ip6,
+				const uint8_t *udp, uint16_t udp_len)
+{
+	uint32_t sum = pseudo_sum(ip, ip6, udp_len), left = udp_len, n, i;
+
+	for (i = 0; left; i++) {
+		const uint8_t *from = i ? w->at[i] : udp;
+
+		n = (uint32_t)(w->at[i] + w->len[i] - from);
+		n = n < left ? n : left;
+		sum = csum_add(sum, from, n);
+		left -= n;
+	}
+	return csum_fold(sum);
+}
+
+enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join,
+				bool defer)
 {
 	const uint8_t *ip, *udp;
 	uint16_t udp_len, csum;
@@ -591,6 +732,8 @@ enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p,
 	enum wire_err e;
 
 	*join = true;
+	p->sum_due = false;
+	p->placed = false;
 	if (w->n < 2 || w->len[0] < HARP_ETH_HLEN + HARP_VLAN_HLEN + HARP_IP6_HLEN +
 					     HARP_UDP_HLEN + HARP_HDR_LEN) {
 		return WIRE_OK;
@@ -615,16 +758,15 @@ enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p,
 		*join = false;
 		return WIRE_ERR_UDP_CSUM;
 	}
-	if (csum != 0) {
-		uint16_t sum;
-
-		if (!udp_csum_pieces(w, ip, p->ip6, udp, udp_len, &sum)) {
-			return WIRE_OK;
-		}
-		if (sum != 0) {
-			*join = false;
-			return WIRE_ERR_UDP_CSUM;
-		}
+	if (csum != 0 && !pieces_even(w, udp, udp_len)) {
+		return WIRE_OK;
+	}
+	if (csum != 0 && defer && p->h.len >= WIRE_DEFER_MIN) {
+		p->sum_due = true;
+		p->sum_part = sum_before_body(ip, p->ip6, udp, udp_len);
+	} else if (csum != 0 && udp_csum_pieces(w, ip, p->ip6, udp, udp_len) != 0) {
+		*join = false;
+		return WIRE_ERR_UDP_CSUM;
 	}
 	*join = false;
 	p->records = udp + HARP_UDP_HLEN; /* its header; the body runs on in the pieces */
@@ -637,4 +779,36 @@ enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p,
 	p->next_len = 0;
 	fill_addresses(w->at[0], ip, udp, p);
 	return WIRE_OK;
+}
+
+/* One run of a deferred body: summed where it lies, or summed as it is copied to dst. */
+static int body_sum_put(void *arg, uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	*(uint32_t *)arg += dst ? csum_copy(dst, src, n) : csum_add(0, src, n);
+	return 0;
+}
+
+bool wire_body_check(struct wire_pkt *p)
+{
+	uint32_t sum = p->sum_part;
+
+	if (!p->sum_due) {
+		return true;
+	}
+	(void)wire_body_each(NULL, p, body_sum_put, &sum);
+	p->sum_due = false;
+	return csum_fold(sum) == 0;
+}
+
+bool wire_body_copy_check(uint8_t *dst, struct wire_pkt *p)
+{
+	uint32_t sum = p->sum_part;
+
+	if (!p->sum_due) {
+		wire_body_copy(dst, p);
+		return true;
+	}
+	(void)wire_body_each(dst, p, body_sum_put, &sum);
+	p->sum_due = false;
+	return csum_fold(sum) == 0;
 }

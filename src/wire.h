@@ -184,6 +184,16 @@ uint32_t wire_build(uint8_t *frame, const struct wire_path *path, const struct h
 void wire_put_record(uint8_t *record, const struct harp_hdr *h);
 uint32_t wire_seal(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
 		   uint16_t ip_id, bool udp_csum);
+/*
+ * A frame's records summed as they are written, so that sealing need not read them again: the
+ * one's-complement sum of len bytes that lie at byte at of the records (wire_sum), or of len
+ * bytes copied from src to dst, summed in the same pass (wire_copy_sum). Parts add up with +.
+ */
+uint32_t wire_sum(const void *data, uint32_t len, uint32_t at);
+uint32_t wire_copy_sum(uint8_t *dst, const void *src, uint32_t len, uint32_t at);
+/* wire_seal with the UDP checksum (always), from records_sum, the sum of every record's bytes. */
+uint32_t wire_seal_summed(uint8_t *frame, const struct wire_path *path, uint32_t records_len,
+			  uint16_t ip_id, uint32_t records_sum);
 
 /* Reasons a packet is refused; counted per queue. */
 enum wire_err {
@@ -235,6 +245,12 @@ struct wire_pkt {
 	union wire_ip src_ip, dst_ip;
 	uint16_t src_port, dst_port;
 	uint8_t src_mac[6];
+	/* wire_parse_defer: the body's part of the UDP checksum is still to add (wire_body_check,
+	 * wire_body_copy_check); sum_part is the sum of the rest. Until one of them says the sum
+	 * holds, nothing in the frame is known good, its header included. */
+	bool sum_due;
+	uint32_t sum_part;
+	bool placed; /* the receiver's: its body was copied into place as its sum was checked */
 };
 
 /*
@@ -242,6 +258,19 @@ struct wire_pkt {
  * with the first record. Never reads past len.
  */
 enum wire_err wire_parse(const uint8_t *frame, uint32_t len, struct wire_pkt *p);
+/*
+ * The smallest body whose part of the checksum wire_parse_defer leaves for later: below it, a
+ * second pass over the body costs less than the care a deferred one needs.
+ */
+#define WIRE_DEFER_MIN 256
+/*
+ * wire_parse, but a frame that is one DATA record of a solicited message with at least
+ * WIRE_DEFER_MIN bytes of body and a UDP checksum leaves the body's part of the sum for later
+ * (p->sum_due): the receiver adds it as it copies the body into place (wire_body_copy_check),
+ * one pass over the bytes instead of two, or in place (wire_body_check). Every other check is
+ * made; the header is read as it came, and nothing of it may be applied before the sum holds.
+ */
+enum wire_err wire_parse_defer(const uint8_t *frame, uint32_t len, struct wire_pkt *p);
 /* Moves p to the frame's next record (checked by wire_parse); false after the last one. */
 bool wire_next(struct wire_pkt *p);
 /*
@@ -249,30 +278,33 @@ bool wire_next(struct wire_pkt *p);
  * not unsolicited, no trailer, every header in the first piece, and every piece that the UDP
  * checksum runs across but the last of even length. Then it checks all that wire_parse checks
  * and fills p (its body in the pieces, p->rest). Anything else sets *join and returns WIRE_OK:
- * the caller copies the pieces together and calls wire_parse.
+ * the caller copies the pieces together and calls wire_parse. With defer, the body's part of
+ * the checksum is left for later, as wire_parse_defer leaves it.
  */
-enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join);
+enum wire_err wire_parse_pieces(const struct wire_pieces *w, struct wire_pkt *p, bool *join,
+				bool defer);
 /*
- * Calls put for each run of p's h.len bytes of body, in order, with where it goes (from dst on)
- * and where it lies; stops at put's first non-zero return, and returns it.
+ * Calls put for each run of p's h.len bytes of body, in order, with where it goes (from dst on;
+ * NULL throughout when dst is NULL) and where it lies; stops at put's first non-zero return, and
+ * returns it.
  */
 static inline int wire_body_each(uint8_t *dst, const struct wire_pkt *p,
 				 int (*put)(void *arg, uint8_t *dst, const uint8_t *src, uint32_t n),
 				 void *arg)
 {
-	uint32_t left, n, i;
+	uint32_t left, n, i, off;
 	int err;
 
 	if (!p->rest) {
 		return put(arg, dst, p->body, p->h.len);
 	}
 	err = put(arg, dst, p->body, p->body_here);
-	dst += p->body_here;
+	off = p->body_here;
 	left = p->h.len - p->body_here;
 	for (i = 1; !err && left && i < p->rest->n; i++) {
 		n = p->rest->len[i] < left ? p->rest->len[i] : left;
-		err = put(arg, dst, p->rest->at[i], n);
-		dst += n;
+		err = put(arg, dst ? dst + off : NULL, p->rest->at[i], n);
+		off += n;
 		left -= n;
 	}
 	return err;
@@ -290,6 +322,14 @@ static inline void wire_body_copy(uint8_t *dst, const struct wire_pkt *p)
 {
 	(void)wire_body_each(dst, p, wire_put_copy, NULL);
 }
+
+/*
+ * A deferred body's part of the checksum added (p->sum_due; true at once when none is due):
+ * true when the frame's checksum holds. wire_body_copy_check copies the body to dst in the same
+ * pass; when it says false, dst's h.len bytes hold what came, and must count for nothing.
+ */
+bool wire_body_check(struct wire_pkt *p);
+bool wire_body_copy_check(uint8_t *dst, struct wire_pkt *p);
 
 /* One's-complement sum helpers, exposed for tests. */
 uint16_t wire_ip_csum(const void *hdr, size_t len);

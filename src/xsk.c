@@ -431,6 +431,35 @@ static int bind_wait(struct xsk_port *p, const char *ifname, int queue,
 	return err;
 }
 
+/*
+ * Copy mode builds an skb for each TX descriptor and charges it to the socket's send buffer until
+ * the driver frees it; a full buffer is an EAGAIN. The default (net.core.wmem_default, 212,992
+ * bytes here) covers about 80 skbs of a 1,500-byte frame, fewer than one batch: where the driver
+ * frees skbs later than at once (threaded NAPI, a NIC's TX completions) it caps what copy mode
+ * has in flight. So the buffer is sized to the TX ring: a frame's bytes and an skb's overhead for
+ * each descriptor. SO_SNDBUFFORCE passes net.core.wmem_max with CAP_NET_ADMIN; without it,
+ * SO_SNDBUF gets what wmem_max allows. The kernel doubles the value it is given.
+ */
+static void size_sndbuf(struct xsk_port *p)
+{
+	int want = (int)(p->ring_size * (p->pool.frame_size + 1024u) / 2);
+	socklen_t len = sizeof(p->sndbuf);
+
+	if (setsockopt(p->fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) &&
+	    setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want))) {
+		pr_debug("xsk: send buffer of %d bytes not accepted: %s", 2 * want,
+			 strerror(errno));
+	}
+	if (getsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &p->sndbuf, &len)) {
+		p->sndbuf = 0;
+	}
+	if (p->sndbuf < 2 * want) {
+		pr_debug("xsk: send buffer %d bytes, not the %d wanted (net.core.wmem_max; "
+			 "CAP_NET_ADMIN passes it)",
+			 p->sndbuf, 2 * want);
+	}
+}
+
 /* Socket options for the bound socket, each best effort. */
 static void port_tune(struct xsk_port *p, const char *ifname, int queue,
 		      const struct harp_params *params)
@@ -445,6 +474,7 @@ static void port_tune(struct xsk_port *p, const char *ifname, int queue,
 	if (setsockopt(p->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget))) {
 		pr_debug("xsk: XDP_MAX_TX_SKB_BUDGET not accepted: %s", strerror(errno));
 	}
+	size_sndbuf(p);
 }
 
 int xsk_port_open(struct xsk_port *p, const char *ifname, int queue,
@@ -711,20 +741,45 @@ void xsk_port_wake_rx(struct xsk_port *p)
 	}
 }
 
-int xsk_port_kick(struct xsk_port *p)
+/* After a push-back: has enough of what the kernel held completed, or has the wait run out? */
+static bool kick_due(const struct xsk_port *p, uint64_t now)
 {
+	uint32_t done = __atomic_load_n(p->comp.producer, __ATOMIC_ACQUIRE) - p->kick_comp;
+
+	return done >= p->kick_wait || now - p->kick_held_ns >= XSK_KICK_HOLD_NS;
+}
+
+int xsk_port_kick(struct xsk_port *p, uint64_t now)
+{
+	uint32_t comp, held;
+
 	if (!p->tx_pending || !xsk_ring_prod__needs_wakeup(&p->tx)) {
 		p->tx_pending = 0;
+		p->kick_held = false;
+		return 0;
+	}
+	if (p->kick_held && !kick_due(p, now)) {
+		p->tx_kick_held++;
 		return 0;
 	}
 	p->tx_kicks++;
 	if (sendto(p->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
-		/* EAGAIN/EBUSY/ENOBUFS: the kernel is still working through the ring. */
 		if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
 			return -errno;
 		}
-		return 0; /* keep tx_pending: kick again next round */
+		/* The kernel still holds descriptors it took (skbs charged to the send buffer, in
+		 * the driver's queue): kick again once half of them are done. Holding none, it
+		 * stopped at its per-call budget, and the next pass goes on at once. */
+		comp = __atomic_load_n(p->comp.producer, __ATOMIC_ACQUIRE);
+		held = __atomic_load_n(p->tx.consumer, __ATOMIC_ACQUIRE) - comp;
+		p->tx_kick_busy++;
+		p->kick_held = held > 0;
+		p->kick_comp = comp;
+		p->kick_wait = (held + 1) / 2;
+		p->kick_held_ns = now;
+		return 0; /* keep tx_pending */
 	}
+	p->kick_held = false;
 	p->tx_pending = 0;
 	return 0;
 }
@@ -750,6 +805,9 @@ int xsk_port_stats(const struct xsk_port *p, struct harp_queue_stats *st)
 	st->fill_grows = p->fill_grows;
 	st->rx_kicks = p->rx_kicks;
 	st->tx_kicks = p->tx_kicks;
+	st->tx_kick_busy = p->tx_kick_busy;
+	st->tx_kick_held = p->tx_kick_held;
+	st->tx_sndbuf = (uint64_t)p->sndbuf;
 	st->busy_polls = p->busy_polls;
 	return 0;
 }

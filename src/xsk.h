@@ -53,6 +53,13 @@ struct xsk_port {
 	uint64_t fill_grows;  /* times the fill ring was deepened */
 	uint64_t rx_kicks;    /* wake-ups asked for by the fill ring (zero-copy drivers) */
 	uint64_t tx_kicks;    /* sendto() wake-ups of the TX ring */
+	uint64_t tx_kick_busy; /* of those, the kernel pushed back (EAGAIN, EBUSY, ENOBUFS) */
+	uint64_t tx_kick_held; /* kicks held back after a push-back, waiting for completions */
+	bool kick_held;	       /* the last kick was pushed back: wait before the next */
+	uint32_t kick_comp;    /* the completion ring's producer when it was */
+	uint32_t kick_wait;    /* completions to see after it before kicking again */
+	uint64_t kick_held_ns; /* when it was */
+	int sndbuf;	       /* the send buffer the socket got (SO_SNDBUF's reading) */
 	bool zerocopy;
 	int zc_refused;       /* bound in copy mode after the zero-copy bind failed with this errno */
 	const char *zc_quirk; /* bound in copy mode, zero copy untried: the driver's known fault */
@@ -154,8 +161,14 @@ void xsk_port_busy_poll(struct xsk_port *p);
 /* Moves every transmitted frame on the completion ring back to its pool; returns how many packets
  * completed (a chain counts once). */
 uint32_t xsk_port_reclaim(struct xsk_port *p);
-/* Tells the kernel about submitted TX descriptors when it asks for a wake-up. */
-int xsk_port_kick(struct xsk_port *p);
+/*
+ * Tells the kernel about submitted TX descriptors when it asks for a wake-up. After the kernel
+ * pushed back (its send buffer full, the driver's queue busy) the next kick waits until half of
+ * what the kernel then held has completed, or XSK_KICK_HOLD_NS have passed: kicking on every pass
+ * meanwhile is a storm of system calls that each move a frame or none.
+ */
+#define XSK_KICK_HOLD_NS 1000000ull
+int xsk_port_kick(struct xsk_port *p, uint64_t now);
 /* The driver behind ifname as ethtool -i names it ("virtio_net"); "" where it cannot say. */
 void xsk_driver_name(const char *ifname, char *out, size_t len);
 /* Reads XDP_STATISTICS. */

@@ -803,6 +803,9 @@ static void report(struct run *r, double secs, int rc)
 			qsum.fill_grows += qs.fill_grows;
 			qsum.rx_kicks += qs.rx_kicks;
 			qsum.tx_kicks += qs.tx_kicks;
+			qsum.tx_kick_busy += qs.tx_kick_busy;
+			qsum.tx_kick_held += qs.tx_kick_held;
+			qsum.tx_sndbuf = qs.tx_sndbuf;
 			qsum.tx_packets += qs.tx_packets;
 			qsum.tx_bundled += qs.tx_bundled;
 			qsum.rx_chains += qs.rx_chains;
@@ -843,6 +846,8 @@ static void report(struct run *r, double secs, int rc)
 	       "\n",
 	       info.multi_buffer, qsum.rx_chains, qsum.tx_chains, qsum.rx_bad_chain);
 	printf("busy_polls=%" PRIu64 "\ntx_kicks=%" PRIu64 "\n", qsum.busy_polls, qsum.tx_kicks);
+	printf("tx_kick_busy=%" PRIu64 "\ntx_kick_held=%" PRIu64 "\ntx_sndbuf=%" PRIu64 "\n",
+	       qsum.tx_kick_busy, qsum.tx_kick_held, qsum.tx_sndbuf);
 	printf("msgs_unsolicited=%" PRIu64 "\nmsgs_held=%" PRIu64 "\n", sum.msgs_unsolicited,
 	       sum.msgs_held);
 	printf("auth=%s\nauth_conns=%d\nctrl_refused=%" PRIu64 "\n", auth_name, auth_conns,

@@ -153,6 +153,12 @@ struct harp_queue_stats {
 			       * already or is past the replay window: dropped */
 	uint64_t xdp_refused; /* the XDP program's count of packets to harp's ports in a shape
 			       * harp never sends (IPv6 extension headers): dropped */
+	uint64_t tx_kick_busy; /* TX wake-ups the kernel pushed back (EAGAIN, EBUSY, ENOBUFS) */
+	uint64_t tx_kick_held; /* passes that held their wake-up back after one, waiting for
+				* transmitted frames to complete */
+	uint64_t tx_sndbuf;    /* the AF_XDP socket's send buffer in bytes (copy mode's skbs) */
+	uint64_t rx_placed;    /* bulk DATA whose checksum was checked as its body was copied
+				* into place: one pass over the bytes, not two */
 };
 HARP_API int harp_ctx__queue_stats(struct harp_ctx *ctx, int queue, struct harp_queue_stats *st);
 

@@ -17,6 +17,10 @@
  * chain, pieces of 110 + 15 * (first byte / 2) bytes), and given to wire_parse_pieces: where it
  * parses in place, it must say what wire_parse says of the whole, and the body it copies out of
  * the pieces must be the whole frame's body.
+ *
+ * Both ways are parsed again with the body's part of the checksum deferred (wire_parse_defer,
+ * wire_parse_pieces with defer), as the engine receives: the sum added afterwards, along a copy
+ * of the body, must give the verdict the whole check gives, and the copy must be the body.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -206,14 +210,48 @@ static void check_family(const struct wire_pkt *p, const uint8_t *ip)
 	CHECK(memcmp(p->src_ip.b, zero, 16) && memcmp(p->dst_ip.b, zero, 16));
 }
 
+/*
+ * A deferred parse, finished by the sum along a copy (d: its result before that), says what the
+ * whole check (e, p) says: accepted or refused, and for an accepted frame the same header and
+ * the same body.
+ */
+static void check_deferred(struct wire_pkt *d, enum wire_err ed, enum wire_err e,
+			   const struct wire_pkt *p)
+{
+	static uint8_t body[65536];
+
+	if (ed != WIRE_OK) {
+		CHECK(e != WIRE_OK); /* refused both ways; the reason may differ when the sum,
+				      * checked first by the whole check, fails as well */
+		return;
+	}
+	if (!d->sum_due) {
+		CHECK(e == WIRE_OK);
+		return;
+	}
+	CHECK(d->h.type == HARP_PKT_DATA && d->h.len >= WIRE_DEFER_MIN);
+	if (!wire_body_copy_check(body, d)) {
+		CHECK(e == WIRE_ERR_UDP_CSUM);
+		return;
+	}
+	CHECK(e == WIRE_OK);
+	CHECK(memcmp(&d->h, &p->h, sizeof(p->h)) == 0);
+	CHECK(memcmp(body, p->body, p->h.len) == 0);
+}
+
 static void check_accepted(const uint8_t *data, size_t size)
 {
 	struct harp_hdr first;
 	struct wire_pkt p;
 	size_t body_off, l3;
 	int records = 1;
+	struct wire_pkt d;
+	enum wire_err e, ed;
 
-	if (wire_parse(data, (uint32_t)size, &p) != WIRE_OK) {
+	e = wire_parse(data, (uint32_t)size, &p);
+	ed = wire_parse_defer(data, (uint32_t)size, &d);
+	check_deferred(&d, ed, e, &p);
+	if (e != WIRE_OK) {
 		return;
 	}
 	/* The body starts right after the harp header, behind the IP header of the family the
@@ -261,9 +299,13 @@ static void check_pieces(const uint8_t *data, size_t size, uint32_t step)
 		off += n;
 	}
 	w.total = off;
-	ep = wire_parse_pieces(&w, &pp, &join);
+	e = wire_parse(data, (uint32_t)size, &p);
+	ep = wire_parse_pieces(&w, &pp, &join, true);
 	if (!join) {
-		e = wire_parse(data, (uint32_t)size, &p);
+		check_deferred(&pp, ep, e, &p);
+	}
+	ep = wire_parse_pieces(&w, &pp, &join, false);
+	if (!join) {
 		CHECK(ep == e);
 		if (e == WIRE_OK) {
 			CHECK(memcmp(&pp.h, &p.h, sizeof(p.h)) == 0);

@@ -829,6 +829,131 @@ static void test_records_share_frames(void **state)
 }
 
 /*
+ * The packets on from's TX ring, taken off it as the kernel would send them (each descriptor
+ * completed) but kept here instead of arriving: up to max of them, each into pkts[i], lens[i].
+ */
+static int wire_take(struct side *from, uint8_t (*pkts)[XSK_SLOT_BYTES], uint32_t *lens, int max)
+{
+	int n = 0;
+
+	while (from->tx.consumer != from->tx.producer) {
+		uint32_t len = 0;
+		bool more;
+
+		assert_true(n < max);
+		do {
+			const struct xdp_desc *d =
+				&((struct xdp_desc *)from->tx.ring)[from->tx.consumer & (RING - 1)];
+
+			memcpy(pkts[n] + len, (uint8_t *)from->e.port.area.base + d->addr, d->len);
+			len += d->len;
+			more = d->options & XDP_PKT_CONTD;
+			((uint64_t *)from->comp.ring)[from->comp.producer & (RING - 1)] = d->addr;
+			from->comp.producer++;
+			from->tx.consumer++;
+		} while (more);
+		lens[n++] = len;
+	}
+	return n;
+}
+
+/*
+ * A frame whose checksum fails changes nothing the receiver holds, whatever its header says,
+ * though bulk DATA's body is summed as it is copied into place. After the first packet of a
+ * message has arrived: a corrupted frame whose header points into those bytes (its offset
+ * flipped to 0, its body garbled) leaves them as they were; one whose header is right and whose
+ * body was garbled on the way is copied past them as it is summed, and those bytes count for
+ * nothing (the receive's count stays, the packet sent again overwrites them). Each is counted
+ * bad, and the message arrives whole. Single frames, chains of pieces, IPv4 and IPv6.
+ */
+static void test_corrupt_frames_change_nothing(void **state)
+{
+	static uint8_t pkts[8][XSK_SLOT_BYTES], bad[XSK_SLOT_BYTES];
+	struct world *w = *state;
+	uint32_t lens[8], pay = w->payload, rec = wire_records_at(w->ip6), i;
+	size_t len = 4 * (size_t)pay;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct harp_req *s, *r;
+	struct wire_pkt p;
+	uint64_t bad_before, placed_before;
+	int n;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (i = 0; i < len; i++) {
+		src[i] = (uint8_t)(i * 11 + 1);
+	}
+	pair_open(w, 0);
+	r = post_recv(&w->b.conns[0], dst, len);
+	engine_progress(&w->b.e);
+	wire_move(&w->b, &w->a, -1); /* the CTS */
+	s = post_send(&w->a.conns[0], src, len);
+	engine_progress(&w->a.e);
+	n = wire_take(&w->a, pkts, lens, 8);
+	assert_int_equal(n, 4);
+	for (i = 0; i < 4; i++) { /* each a lone DATA record: what is summed along its copy */
+		assert_int_equal(wire_parse(pkts[i], lens[i], &p), WIRE_OK);
+		assert_int_equal(p.h.type, HARP_PKT_DATA);
+		assert_int_equal(p.h.offset, (uint64_t)i * pay);
+		assert_int_equal(p.records_len, HARP_HDR_LEN + pay);
+	}
+	placed_before = w->b.e.stats.rx_placed;
+	rx_packet(&w->b, pkts[0], lens[0], -1);
+	engine_progress(&w->b.e);
+	assert_int_equal(r->recv.got[0], pay);
+	assert_int_equal(w->b.e.stats.rx_placed - placed_before, 1);
+	assert_memory_equal(dst, src, pay);
+
+	/* the second packet, its offset flipped to 0 and its body garbled: into received bytes */
+	bad_before = w->b.e.stats.rx_bad;
+	memcpy(bad, pkts[1], lens[1]);
+	memset(bad + rec + offsetof(struct harp_hdr, offset), 0, 8);
+	memset(bad + rec + HARP_HDR_LEN, 0xee, pay);
+	rx_packet(&w->b, bad, lens[1], -1);
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 1);
+	assert_int_equal(r->recv.got[0], pay);
+	assert_memory_equal(dst, src, pay);
+
+	/* the last packet, its offset moved into the first's bytes and a body byte changed */
+	memcpy(bad, pkts[3], lens[3]);
+	bad[rec + offsetof(struct harp_hdr, offset) + 6] ^= (uint8_t)((3 * pay) >> 8);
+	bad[lens[3] - 1] ^= 0x10;
+	rx_packet(&w->b, bad, lens[3], -1);
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 2);
+	assert_int_equal(r->recv.got[0], pay);
+	assert_memory_equal(dst, src, pay);
+
+	/* the second packet, its body garbled, its header right: copied into the hole it names as
+	 * it is summed, and counted for nothing */
+	memcpy(bad, pkts[1], lens[1]);
+	memset(bad + lens[1] - 100, 0xee, 100);
+	rx_packet(&w->b, bad, lens[1], -1);
+	engine_progress(&w->b.e);
+	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 3);
+	assert_int_equal(r->recv.got[0], pay);
+	assert_int_equal(w->b.e.stats.rx_placed - placed_before, 1);
+	assert_int_equal(dst[2 * pay - 1], 0xee); /* what came, where the hole is */
+	assert_memory_equal(dst, src, pay);
+
+	/* the real ones: the message whole */
+	for (i = 1; i < 4; i++) {
+		rx_packet(&w->b, pkts[i], lens[i], -1);
+	}
+	run_until(w, s, r);
+	assert_int_equal(state_of(r), REQ_DONE);
+	assert_int_equal(state_of(s), REQ_DONE);
+	assert_memory_equal(dst, src, len);
+	assert_int_equal(w->b.e.stats.rx_placed - placed_before, 4);
+	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 3);
+	free(s);
+	free(r);
+	free(src);
+	free(dst);
+}
+
+/*
  * Multi-buffer sides at a 9000-byte MTU: a 300 KB message goes in packets of three transmit
  * descriptors and arrives as chains of three received pieces, byte-exact; every slot and frame
  * comes back to its pool once the kernel completes it.
@@ -1599,6 +1724,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_message_crosses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_frames_change_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_frames_change_nothing, setup6,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_frames_change_nothing, setup_sg,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_frames_change_nothing, setup_sg6,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_idle_connections_stay_off_the_lists, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_records_share_frames, setup, teardown),

@@ -26,6 +26,7 @@
 #include "wire.h"
 
 #define L3 HARP_ETH_HLEN
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 struct frame {
 	uint8_t b[4096];
@@ -1555,7 +1556,7 @@ static void expect_in_place(const struct frame *f, const uint32_t *cuts, uint32_
 
 	assert_int_equal(parse(f, &whole), WIRE_OK);
 	cut(&w, f, cuts, n);
-	assert_int_equal(wire_parse_pieces(&w, &p, &join), WIRE_OK);
+	assert_int_equal(wire_parse_pieces(&w, &p, &join, false), WIRE_OK);
 	assert_false(join);
 	assert_memory_equal(&p.h, &whole.h, sizeof(p.h));
 	assert_int_equal(p.ip6, f->ip6);
@@ -1587,7 +1588,7 @@ static void expect_refused_in_place(const struct frame *f, const uint32_t *cuts,
 	bool join = true;
 
 	cut(&w, f, cuts, n);
-	assert_int_equal(wire_parse_pieces(&w, &p, &join), want);
+	assert_int_equal(wire_parse_pieces(&w, &p, &join, false), want);
 	assert_false(join);
 	free_pieces(&w);
 }
@@ -1600,7 +1601,7 @@ static void expect_joined(const struct frame *f, const uint32_t *cuts, uint32_t 
 	bool join = false;
 
 	cut(&w, f, cuts, n);
-	assert_int_equal(wire_parse_pieces(&w, &p, &join), WIRE_OK);
+	assert_int_equal(wire_parse_pieces(&w, &p, &join, false), WIRE_OK);
 	assert_true(join);
 	free_pieces(&w);
 }
@@ -1748,6 +1749,164 @@ static void test_err_names(void **state)
 	assert_string_equal(wire_err_name((enum wire_err)-1), "unknown");
 }
 
+/* ---- sums that ride along the copies -------------------------------------------------------- */
+
+/*
+ * Records of odd and even lengths, their headers summed where they lie and their bodies summed
+ * as they are copied in (wire_sum, wire_copy_sum at each one's offset, as the engine sends):
+ * wire_seal_summed writes the frame wire_seal writes from the same records.
+ */
+static void test_summed_seal(void **state)
+{
+	static const uint16_t lens[] = { 1, 3, 300, 0, 7, 64, 2, 1000, 5 };
+	bool ip6 = ip6_of(state);
+	struct harp_hdr h[ARRAY_SIZE(lens)];
+	uint8_t src[1024];
+	struct frame summed, plain;
+	uint32_t used = 0, sum = 0, i, j;
+	uint8_t *at;
+
+	for (i = 0; i < sizeof(src); i++) {
+		src[i] = (uint8_t)(i * 13 + 5);
+	}
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		/* a record without payload is a zero-byte message */
+		h[i] = lens[i] ? hdr_data(5000, i, lens[i]) : hdr_data(0, 0, 0);
+	}
+	memset(summed.b, 0x5a, sizeof(summed.b));
+	at = records_of(&summed, ip6);
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		wire_put_record(at + used, &h[i]);
+		sum += wire_sum(at + used, HARP_HDR_LEN, used);
+		sum += wire_copy_sum(at + used + HARP_HDR_LEN, src + i, lens[i],
+				     used + HARP_HDR_LEN);
+		used += HARP_HDR_LEN + lens[i];
+	}
+	summed.len = wire_seal_summed(summed.b, path_of(ip6), used, 0x4321, sum);
+	summed.l3 = L3;
+	summed.ip6 = ip6;
+	/* the same records, copied first and sealed by reading them */
+	memset(plain.b, 0x5a, sizeof(plain.b));
+	at = records_of(&plain, ip6);
+	for (i = 0, used = 0; i < ARRAY_SIZE(lens); i++) {
+		wire_put_record(at + used, &h[i]);
+		for (j = 0; j < lens[i]; j++) {
+			at[used + HARP_HDR_LEN + j] = src[i + j];
+		}
+		used += HARP_HDR_LEN + lens[i];
+	}
+	plain.len = wire_seal(plain.b, path_of(ip6), used, 0x4321, true);
+	assert_int_equal(summed.len, plain.len);
+	assert_memory_equal(summed.b, plain.b, plain.len);
+	assert_true(udp_csum_ok(&summed));
+	assert_int_equal(parse(&summed, NULL), WIRE_OK);
+}
+
+/* p's deferred sum checked, with the body copied out: the verdict, and the body copied whole. */
+static bool copy_check(struct wire_pkt *p, const struct frame *f, uint8_t *out)
+{
+	bool ok;
+
+	memset(out, 0, 4096);
+	ok = wire_body_copy_check(out, p);
+	assert_false(p->sum_due);
+	assert_memory_equal(out, f->b + hdr_off(f) + HARP_HDR_LEN, p->h.len);
+	return ok;
+}
+
+/*
+ * Bulk DATA parses with its body's part of the checksum left for later, and the sum added later
+ * (in place, or along the copy) gives wire_parse's verdict: a frame whose body or header was
+ * changed after its checksum fails it, though its header is sane. Everything else is checked
+ * at once: small bodies, other types, unsolicited sends, bundles, no checksum.
+ */
+static void test_deferred_sum(void **state)
+{
+	bool ip6 = ip6_of(state);
+	struct harp_hdr h = hdr_data(100000, 5000, 1001);
+	static uint8_t out[4096];
+	struct wire_pkt p;
+	struct frame f;
+	uint8_t *copy;
+	uint32_t off;
+
+	build(&f, ip6, &h, 1001);
+	assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+	assert_true(p.sum_due);
+	assert_memory_equal(&p.h, &h, sizeof(h));
+	assert_true(wire_body_check(&p));
+	assert_false(p.sum_due);
+	assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+	assert_true(copy_check(&p, &f, out));
+
+	/* a byte of the body, the first and the last; the message offset; the psn: each parses
+	 * (nothing in the header says it is wrong) and fails the sum */
+	for (off = 0; off < 4; off++) {
+		uint32_t at = off == 0 ? hdr_off(&f) + HARP_HDR_LEN :
+			      off == 1 ? f.len - 1 :
+			      off == 2 ? hdr_off(&f) + offsetof(struct harp_hdr, offset) + 7 :
+					 hdr_off(&f) + offsetof(struct harp_hdr, psn) + 3;
+
+		build(&f, ip6, &h, 1001);
+		f.b[at] ^= off == 2 ? 0x08 : 0x41;
+		expect_err(&f, WIRE_ERR_UDP_CSUM);
+		assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+		assert_true(p.sum_due);
+		assert_false(wire_body_check(&p));
+		assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+		assert_false(copy_check(&p, &f, out));
+	}
+
+	/* checked at once: a body under WIRE_DEFER_MIN */
+	h = hdr_data(100000, 5000, WIRE_DEFER_MIN - 1);
+	build(&f, ip6, &h, WIRE_DEFER_MIN - 1);
+	f.b[f.len - 1] ^= 1;
+	assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_ERR_UDP_CSUM);
+	/* an unsolicited send (small and whole, never deferred whatever its size) */
+	h = hdr_data(200, 0, 200);
+	h.flags = HARP_DATA_F_UNSOL;
+	build(&f, ip6, &h, 200);
+	assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+	assert_false(p.sum_due);
+	/* an ACK */
+	h = hdr_of(HARP_PKT_ACK, HARP_SACK_MAX_BYTES);
+	build(&f, ip6, &h, HARP_SACK_MAX_BYTES);
+	f.b[f.len - 1] ^= 1;
+	assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_ERR_UDP_CSUM);
+	/* a PMTU probe: padding, checked with the rest */
+	h = hdr_of(HARP_PKT_PMTU, 600);
+	h.msg_len = 600 + wire_pkt_overhead(ip6);
+	build(&f, ip6, &h, 600);
+	assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+	assert_false(p.sum_due);
+	/* two records: bundles are checked whole */
+	{
+		struct harp_hdr two[2] = { hdr_data(100000, 0, 600), hdr_data(100000, 600, 600) };
+
+		build_bundle(&f, ip6, two, 2);
+		assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+		assert_false(p.sum_due);
+	}
+	/* IPv4 without a checksum (an authenticated frame's MAC stands in): nothing to defer */
+	if (!ip6) {
+		h = hdr_data(100000, 5000, 1001);
+		build(&f, ip6, &h, 1001);
+		wr16(f.b + udp_off(&f) + 6, 0);
+		assert_int_equal(wire_parse_defer(f.b, f.len, &p), WIRE_OK);
+		assert_false(p.sum_due);
+	}
+
+	/* in a heap copy of exactly its bytes, as ASan watches */
+	h = hdr_data(100000, 5000, 1001);
+	build(&f, ip6, &h, 1001);
+	copy = malloc(f.len);
+	assert_non_null(copy);
+	memcpy(copy, f.b, f.len);
+	assert_int_equal(wire_parse_defer(copy, f.len, &p), WIRE_OK);
+	assert_true(copy_check(&p, &f, out));
+	free(copy);
+}
+
 /* A test that holds for both families: once over IPv4, once over IPv6 with _ip6 in its name. */
 #define BOTH(f) cmocka_unit_test(f), { #f "_ip6", f, NULL, NULL, &over_ip6 }
 
@@ -1765,6 +1924,8 @@ int main(void)
 		BOTH(test_trailer_refused),
 		BOTH(test_udp_csum_zero_sent_as_ffff),
 		cmocka_unit_test(test_ip_csum_known_vector),
+		BOTH(test_summed_seal),
+		BOTH(test_deferred_sum),
 		cmocka_unit_test(test_csum_every_length_and_alignment),
 		BOTH(test_truncated_every_length),
 		BOTH(test_trailing_padding_accepted),
