@@ -73,6 +73,7 @@ tag=${tag:-$$}
 agent_img=localhost/harp-test/agent:$tag plugin_img=localhost/harp-test/plugin:$tag
 train_img=localhost/harp-test/train:$tag
 pins=/sys/fs/bpf/$run_id
+bpffs_mounted=0 # this run mounted /sys/fs/bpf (below), and unmounts it if it is left empty
 # the images go when this run ends: always in one run, on failure when it only builds them, and
 # when it is the step that removes them
 remove_images=$([[ $step == all || $step == remove ]] && echo 1 || echo 0)
@@ -91,6 +92,9 @@ harness_cleanup_extra() {
 				--conf "$tmp/$side/etc/harp.conf" --pin-root "$pins" >/dev/null 2>&1
 	done
 	rm -rf "$pins"
+	if ((bpffs_mounted)) && [[ -z $(ls -A /sys/fs/bpf 2>/dev/null) ]]; then
+		umount /sys/fs/bpf 2>/dev/null || true
+	fi
 	if ((remove_images)); then
 		"${pm[@]}" rmi -f "$train_img" "$plugin_img" "$agent_img" >/dev/null 2>&1 || true
 	fi
@@ -181,6 +185,16 @@ esac
 
 # ---- nodes ----------------------------------------------------------------------------------------
 
+# The node's bpffs, where the agent containers pin the maps for the training containers to see:
+# every node's init system (systemd) mounts it at /sys/fs/bpf. A host whose init mounts none
+# (this machine's) gets it here, as `harp-attach up` mounts it on a host: otherwise each agent
+# container mounted a bpffs of its own, private to it, and no other container saw the pins
+# (container_podman failed so on a fresh machine unless an earlier test had mounted one).
+if ! mountpoint -q /sys/fs/bpf; then
+	mount -t bpf bpf /sys/fs/bpf || { echo "container: FAIL cannot mount bpffs at /sys/fs/bpf"; exit 1; }
+	bpffs_mounted=1
+	echo "container: no bpffs at /sys/fs/bpf, as a node's init would mount: mounted one"
+fi
 topo_pair 1500 1 || exit 1
 for side in a b; do
 	ns_var=ns_$side if_var=if_$side
