@@ -24,6 +24,12 @@
 # ip6_b the IPv6 ones; after topo_bridge, ip_r and ip6_r); link (topo_pair only) a link-local
 # IPv6 address only, fe80::1 and fe80::2, and nothing else.
 #
+# topo_napi (set before topo_*): threaded gives every veth end GRO and threaded NAPI
+# (/sys/class/net/IF/threaded): the receiving end's kernel work (XDP, the copy into a socket's
+# UMEM, the stack) runs in a kernel thread of its own, as a NIC's receive runs on the receiver's
+# CPUs, instead of inside the sender's transmit (veth's default: softirq on the sending CPU).
+# Transmit then sees the kernel push back (EAGAIN) when the receiving thread falls behind.
+#
 # After topo_*: ns_a ns_b (ns_m) name the namespaces, if_a if_b the veth ends inside A and B,
 # ip_a ip_b their addresses; after topo_bridge, the arrays ns_r if_r ip_r (ip6_r) name rank
 # i's. Names carry this shell's PID so runs can go on side by side.
@@ -174,6 +180,18 @@ topo_veth() {
 		numtxqueues "$queues" numrxqueues "$queues"
 	ns_exec "$ns1" ip link set "$if1" up
 	ns_exec "$ns2" ip link set "$if2" up
+	if [[ ${topo_napi:-} == threaded ]]; then
+		topo_napi_threaded "$ns1" "$if1" && topo_napi_threaded "$ns2" "$if2"
+	fi
+}
+
+# topo_napi_threaded NS IF: IF's receive in a NAPI kernel thread (GRO on gives veth its NAPI).
+topo_napi_threaded() {
+	if ! ns_exec "$1" ethtool -K "$2" gro on >/dev/null ||
+		! ns_exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded"; then
+		topo_log "threaded NAPI refused on $1/$2"
+		return 1
+	fi
 }
 
 # topo_reap_stale: namespaces this library named (h<PID>a/b/m, and h<PID>r<I> of topo_bridge) whose

@@ -40,6 +40,11 @@
 #     --expect-line TEXT    fail unless both sides' stderr has a line containing TEXT
 #     --expect-no-line TEXT fail if either side's stderr has one
 #     --limit SEC           kill harp-xfer after SEC seconds (default: its --timeout + 30, or 300)
+#     --threaded-napi       every veth end receives in a NAPI kernel thread (lib.sh, topo_napi),
+#                           as a NIC receives on the receiver's CPUs: transmit meets push-back
+#     --expect-kick-batch N fail unless the client (the sender) made at most one TX wake-up
+#                           (sendto) per N frames it sent, and both ends still had threaded NAPI
+#                           at the end when --threaded-napi is given
 #
 # The binary is $HARP_XFER (default ${BUILD_DIR:-build}/harp-xfer). Prints both sides' output;
 # exits 0 only if both harp-xfer processes exit 0 and every check above holds, 77 if it cannot
@@ -51,13 +56,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 usage() {
-	sed -n '4,39s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,44s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
 mtu=1500 queues=1 hop=none side=0 expect_retx=0 expect_rx_bad=0 expect_queues=0 expect_fill=0
 auth=0 expect_rx_bad_auth=0 expect_short=0 expect_jumbo=0 expect_mtu="" expect_family=""
-limit=""
+limit="" kick_batch=""
 envs=() server_envs=() expect_keys=() hop_mtu="" hop_mtu_at="" hop_mtu_rise="" expect_pmtu="" expect_lines=() expect_no_lines=()
 while (($#)); do
 	case $1 in
@@ -86,6 +91,8 @@ while (($#)); do
 	--expect-no-line) expect_no_lines+=("${2:?}") && shift ;;
 	--expect-queues) expect_queues=${2:?} && shift ;;
 	--limit) limit=${2:?} && shift ;;
+	--threaded-napi) topo_napi=threaded ;;
+	--expect-kick-batch) kick_batch=${2:?} && shift ;;
 	--)
 		shift
 		break
@@ -96,6 +103,7 @@ while (($#)); do
 done
 harp_args=("$@")
 [[ $expect_queues =~ ^[0-9]+$ ]] || usage
+[[ -z $kick_batch || $kick_batch =~ ^[1-9][0-9]*$ ]] || usage
 
 xfer=${HARP_XFER:-${BUILD_DIR:-build}/harp-xfer}
 if [[ ! -x $xfer ]]; then
@@ -167,7 +175,7 @@ if [[ -n $hop_mtu ]]; then
 	hop_mtu "$hop_mtu" || exit
 fi
 echo "xfer: topology=$([[ $hop == none ]] && echo pair || echo hop) hop=$hop mtu=$mtu" \
-	"queues=$queues limit=${limit}s args=${harp_args[*]}"
+	"queues=$queues napi=${topo_napi:-softirq} limit=${limit}s args=${harp_args[*]}"
 
 handle="$tmp/handle"
 # lock_file NS IF: the interface lock a harp process that loads its own program holds
@@ -396,6 +404,24 @@ if ((expect_jumbo)); then
 				"spanned a descriptor chain)"
 		done
 	done
+fi
+if [[ -n $kick_batch ]]; then
+	frames=$(xfer_key "$tmp/client.out" tx_frames)
+	kicks=$(xfer_key "$tmp/client.out" tx_kicks)
+	echo "xfer: the client sent ${frames:-?} frames in ${kicks:-?} TX wake-ups" \
+		"($(xfer_key "$tmp/client.out" tx_kick_busy) pushed back," \
+		"$(xfer_key "$tmp/client.out" tx_kick_held) held;" \
+		"send buffer $(xfer_key "$tmp/client.out" tx_sndbuf) bytes)"
+	if [[ -z $frames || -z $kicks ]] || ((kicks * kick_batch > frames)); then
+		report "client: ${kicks:-missing} TX wake-ups for ${frames:-missing} frames, expected" \
+			"at most one per $kick_batch"
+	fi
+	if [[ ${topo_napi:-} == threaded ]]; then
+		for end in "$ns_a/$if_a" "$ns_b/$if_b"; do
+			t=$(ns_exec "${end%/*}" cat "/sys/class/net/${end#*/}/threaded" 2>/dev/null || :)
+			[[ $t == 1 ]] || report "$end: threaded NAPI is '${t:-unreadable}' at the end, not 1"
+		done
+	fi
 fi
 # Each queue's engine must have carried traffic both ways, on both sides.
 for ((q = 0; q < expect_queues; q++)); do

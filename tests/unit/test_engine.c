@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1681,6 +1682,76 @@ static void test_keeper_watch(void **state)
  * passes KEEPER_BATCH_NS apart while they find work, at once when a timer is due, and otherwise
  * sleeps in poll() until the earliest timer, never longer than idle_ns.
  */
+/*
+ * TX wake-ups after the kernel pushed back. The port's socket is one end of a datagram socket
+ * pair whose peer never reads: once its queue is full, each sendto() says EAGAIN, as an AF_XDP
+ * socket in copy mode does when its send buffer is full. Holding descriptors (the TX ring's
+ * consumer ahead of the completion ring's producer), the kick waits for half of them to complete
+ * or for XSK_KICK_HOLD_NS, and counts each pass it held back; holding none (the kernel's per-call
+ * budget), it kicks again at once; once a sendto goes through, pending is cleared.
+ */
+static void test_kick_backs_off(void **state)
+{
+	struct world *w = *state;
+	struct xsk_port *p = &w->a.e.port;
+	int sv[2], n = 0;
+	uint64_t t = 1000000000ull;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv), 0);
+	while (send(sv[0], NULL, 0, MSG_DONTWAIT) == 0) {
+		assert_true(++n < 100000);
+	}
+	assert_int_equal(errno, EAGAIN);
+	p->fd = sv[0];
+	w->a.tx.flags = XDP_RING_NEED_WAKEUP;
+	/* the kernel took 10 descriptors and completed none */
+	w->a.tx.producer = w->a.tx.consumer = 10;
+	p->tx_pending = 10;
+	assert_int_equal(xsk_port_kick(p, t), 0);
+	assert_int_equal(p->tx_kicks, 1);
+	assert_int_equal(p->tx_kick_busy, 1);
+	assert_int_equal(p->tx_pending, 10);
+	/* passes go by: held, no sendto */
+	for (n = 0; n < 100; n++) {
+		assert_int_equal(xsk_port_kick(p, t + 1000), 0);
+	}
+	assert_int_equal(p->tx_kicks, 1);
+	assert_int_equal(p->tx_kick_held, 100);
+	/* four complete: still held; the fifth is half of them */
+	w->a.comp.producer = 4;
+	assert_int_equal(xsk_port_kick(p, t + 2000), 0);
+	assert_int_equal(p->tx_kicks, 1);
+	w->a.comp.producer = 5;
+	assert_int_equal(xsk_port_kick(p, t + 3000), 0);
+	assert_int_equal(p->tx_kicks, 2);
+	assert_int_equal(p->tx_kick_busy, 2); /* pushed back again: now holding 5 */
+	assert_int_equal(xsk_port_kick(p, t + 4000), 0);
+	assert_int_equal(p->tx_kicks, 2);
+	/* nothing completes: the hold runs out */
+	assert_int_equal(xsk_port_kick(p, t + 3000 + XSK_KICK_HOLD_NS), 0);
+	assert_int_equal(p->tx_kicks, 3);
+	/* everything completed, pushed back all the same (a per-call budget): kicks at once */
+	w->a.comp.producer = 10;
+	assert_int_equal(xsk_port_kick(p, t + 5000000), 0);
+	assert_int_equal(p->tx_kicks, 4);
+	assert_int_equal(xsk_port_kick(p, t + 5000001), 0);
+	assert_int_equal(p->tx_kicks, 5);
+	assert_int_equal(p->tx_kick_busy, 5);
+	/* room in the socket: the kick goes through, and nothing is pending */
+	while (recv(sv[1], NULL, 0, MSG_DONTWAIT) == 0) {
+	}
+	assert_int_equal(xsk_port_kick(p, t + 5000002), 0);
+	assert_int_equal(p->tx_kicks, 6);
+	assert_int_equal(p->tx_kick_busy, 5);
+	assert_int_equal(p->tx_pending, 0);
+	assert_int_equal(xsk_port_kick(p, t + 5000003), 0);
+	assert_int_equal(p->tx_kicks, 6);
+	p->fd = -1;
+	w->a.tx.flags = 0;
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void test_keeper_plan(void **state)
 {
 	const uint64_t idle = 1000000, now = 5000000000ull;
@@ -1724,6 +1795,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_message_crosses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kick_backs_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_frames_change_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_frames_change_nothing, setup6,
