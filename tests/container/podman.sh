@@ -92,7 +92,9 @@ harness_cleanup_extra() {
 				--conf "$tmp/$side/etc/harp.conf" --pin-root "$pins" >/dev/null 2>&1
 	done
 	rm -rf "$pins"
-	if ((bpffs_mounted)) && [[ -z $(ls -A /sys/fs/bpf 2>/dev/null) ]]; then
+	# what bpffs holds of itself (its preloaded iterators) and libxdp's empty directory aside
+	if ((bpffs_mounted)) && [[ -z $(find /sys/fs/bpf -mindepth 1 ! -name maps.debug \
+		! -name progs.debug ! \( -type d -name xdp -empty \) 2>/dev/null) ]]; then
 		umount /sys/fs/bpf 2>/dev/null || true
 	fi
 	if ((remove_images)); then
