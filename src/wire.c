@@ -78,41 +78,14 @@ static inline uint32_t csum_host(uint64_t acc)
 	return ntohs((uint16_t)acc);
 }
 
-CSUM_CLONES
-static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
-{
-	const csum_vec low = { 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff };
-	const uint8_t *p = data;
-	size_t rounds = len / 64, run;
-	uint64_t acc = 0;
-	int i;
-
-	while (rounds) {
-		csum_vec a = { 0 }, b = { 0 }, v, u;
-
-		run = rounds < 16384 ? rounds : 16384;
-		rounds -= run;
-		for (; run; run--) {
-			memcpy(&v, p, 32);
-			memcpy(&u, p + 32, 32);
-			a += (v & low) + (v >> 16);
-			b += (u & low) + (u >> 16);
-			p += 64;
-		}
-		a += b;
-		for (i = 0; i < 8; i++) {
-			acc += a[i];
-		}
-	}
-	return sum + csum_host(csum_tail(acc, p, len & 63));
-}
-
 /*
- * csum_add(0, src, len), with the bytes copied to dst on the way: one pass over them where a copy
- * and then a sum made two. The vectors are stored as they are loaded.
+ * The vector rounds of a sum over the first len & ~63 bytes at src, as a 64-bit sum in memory
+ * order, storing each vector at dst as it goes when dst is given. Inlined into each clone below
+ * (so it takes the clone's target), where dst is a constant or not: no test per round survives.
  */
-CSUM_CLONES
-static uint32_t csum_copy(uint8_t *dst, const uint8_t *src, size_t len)
+static inline __attribute__((always_inline)) uint64_t csum_rounds(uint8_t *dst,
+								   const uint8_t *src,
+								   size_t len)
 {
 	const csum_vec low = { 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff };
 	size_t rounds = len / 64, run;
@@ -127,20 +100,44 @@ static uint32_t csum_copy(uint8_t *dst, const uint8_t *src, size_t len)
 		for (; run; run--) {
 			memcpy(&v, src, 32);
 			memcpy(&u, src + 32, 32);
-			memcpy(dst, &v, 32);
-			memcpy(dst + 32, &u, 32);
+			if (dst) {
+				memcpy(dst, &v, 32);
+				memcpy(dst + 32, &u, 32);
+				dst += 64;
+			}
 			a += (v & low) + (v >> 16);
 			b += (u & low) + (u >> 16);
 			src += 64;
-			dst += 64;
 		}
 		a += b;
 		for (i = 0; i < 8; i++) {
 			acc += a[i];
 		}
 	}
-	memcpy(dst, src, len & 63);
-	return csum_host(csum_tail(acc, src, len & 63));
+	return acc;
+}
+
+CSUM_CLONES
+static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	size_t whole = len & ~(size_t)63;
+
+	return sum + csum_host(csum_tail(csum_rounds(NULL, p, len), p + whole, len & 63));
+}
+
+/*
+ * csum_add(0, src, len), with the bytes copied to dst on the way: one pass over them where a copy
+ * and then a sum made two. The vectors are stored as they are loaded.
+ */
+CSUM_CLONES
+static uint32_t csum_copy(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	size_t whole = len & ~(size_t)63;
+	uint64_t acc = csum_rounds(dst, src, len);
+
+	memcpy(dst + whole, src + whole, len & 63);
+	return csum_host(csum_tail(acc, src + whole, len & 63));
 }
 
 static uint16_t csum_fold(uint32_t sum)

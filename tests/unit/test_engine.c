@@ -858,6 +858,13 @@ static int wire_take(struct side *from, uint8_t (*pkts)[XSK_SLOT_BYTES], uint32_
 	return n;
 }
 
+/* A frame of len bytes into b's engine, which takes it in one pass. */
+static void arrive(struct world *w, const uint8_t *pkt, uint32_t len)
+{
+	rx_packet(&w->b, pkt, len, -1);
+	engine_progress(&w->b.e);
+}
+
 /*
  * A frame whose checksum fails changes nothing the receiver holds, whatever its header says,
  * though bulk DATA's body is summed as it is copied into place. After the first packet of a
@@ -899,8 +906,7 @@ static void test_corrupt_frames_change_nothing(void **state)
 		assert_int_equal(p.records_len, HARP_HDR_LEN + pay);
 	}
 	placed_before = w->b.e.stats.rx_placed;
-	rx_packet(&w->b, pkts[0], lens[0], -1);
-	engine_progress(&w->b.e);
+	arrive(w, pkts[0], lens[0]);
 	assert_int_equal(r->recv.got[0], pay);
 	assert_int_equal(w->b.e.stats.rx_placed - placed_before, 1);
 	assert_memory_equal(dst, src, pay);
@@ -910,8 +916,7 @@ static void test_corrupt_frames_change_nothing(void **state)
 	memcpy(bad, pkts[1], lens[1]);
 	memset(bad + rec + offsetof(struct harp_hdr, offset), 0, 8);
 	memset(bad + rec + HARP_HDR_LEN, 0xee, pay);
-	rx_packet(&w->b, bad, lens[1], -1);
-	engine_progress(&w->b.e);
+	arrive(w, bad, lens[1]);
 	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 1);
 	assert_int_equal(r->recv.got[0], pay);
 	assert_memory_equal(dst, src, pay);
@@ -920,8 +925,7 @@ static void test_corrupt_frames_change_nothing(void **state)
 	memcpy(bad, pkts[3], lens[3]);
 	bad[rec + offsetof(struct harp_hdr, offset) + 6] ^= (uint8_t)((3 * pay) >> 8);
 	bad[lens[3] - 1] ^= 0x10;
-	rx_packet(&w->b, bad, lens[3], -1);
-	engine_progress(&w->b.e);
+	arrive(w, bad, lens[3]);
 	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 2);
 	assert_int_equal(r->recv.got[0], pay);
 	assert_memory_equal(dst, src, pay);
@@ -930,8 +934,7 @@ static void test_corrupt_frames_change_nothing(void **state)
 	 * it is summed, and counted for nothing */
 	memcpy(bad, pkts[1], lens[1]);
 	memset(bad + lens[1] - 100, 0xee, 100);
-	rx_packet(&w->b, bad, lens[1], -1);
-	engine_progress(&w->b.e);
+	arrive(w, bad, lens[1]);
 	assert_int_equal(w->b.e.stats.rx_bad - bad_before, 3);
 	assert_int_equal(r->recv.got[0], pay);
 	assert_int_equal(w->b.e.stats.rx_placed - placed_before, 1);
